@@ -1,0 +1,1 @@
+"""Modern transformer pieces: L7.3 RoPE and what follows."""
