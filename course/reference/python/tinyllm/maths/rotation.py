@@ -18,7 +18,7 @@ import numpy as np
 
 def rotation_matrix(angle) -> np.ndarray:
     """R(angle): shape angle.shape + (2, 2), float64 unless angle is float32."""
-    angle = _float_array(angle, "angle")
+    angle = _float_array(angle, "rotation_matrix: angle")
     c, s = np.cos(angle), np.sin(angle)
     return np.stack([np.stack([c, -s], axis=-1), np.stack([s, c], axis=-1)], axis=-2)
 
@@ -30,7 +30,9 @@ def rotate_pairs(a, b, angle) -> tuple[np.ndarray, np.ndarray]:
     Returns (a cos angle - b sin angle, a sin angle + b cos angle), each of
     the broadcast shape.  ValueError if the shapes do not broadcast.
     """
-    a, b, angle = _float_array(a, "a"), _float_array(b, "b"), _float_array(angle, "angle")
+    a = _float_array(a, "rotate_pairs: a")
+    b = _float_array(b, "rotate_pairs: b")
+    angle = _float_array(angle, "rotate_pairs: angle")
     try:
         np.broadcast_shapes(a.shape, b.shape, angle.shape)
     except ValueError:
@@ -42,8 +44,8 @@ def rotate_pairs(a, b, angle) -> tuple[np.ndarray, np.ndarray]:
     return a * c - b * s, a * s + b * c
 
 
-def _float_array(value, name: str) -> np.ndarray:
+def _float_array(value, where: str) -> np.ndarray:
     array = np.asarray(value)
     if array.dtype.kind not in "iuf":
-        raise TypeError(f"rotate_pairs: {name} must be numbers, got dtype {array.dtype}")
+        raise TypeError(f"{where} must be numbers, got dtype {array.dtype}")
     return array if array.dtype.kind == "f" else array.astype(np.float64)
