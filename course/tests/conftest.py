@@ -1,0 +1,37 @@
+"""Fixtures shared by the course tests: golden data and a gradient oracle."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+COURSE_TESTS = Path(__file__).resolve().parent
+REPO = COURSE_TESTS.parents[1]
+sys.path.insert(0, str(COURSE_TESTS))  # for golden.py, whatever pytest's import mode
+
+from golden import load_fixture  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def rope_hf():
+    """The L7.3 golden arrays from Hugging Face (fixtures/L7.3/rope_hf.npz)."""
+    return load_fixture(REPO / "fixtures" / "L7.3" / "rope_hf.npz")
+
+
+@pytest.fixture(scope="session")
+def central_difference():
+    """central_difference(loss, x0, eps=1e-6) -> d loss / d x at x0, by
+    (loss(x + eps e_i) - loss(x - eps e_i)) / (2 eps) for every entry i, in
+    float64.  loss takes a float64 array of x0's shape and returns a float."""
+
+    def gradient(loss, x0, eps=1e-6):
+        x0 = np.asarray(x0, dtype=np.float64)
+        grad = np.zeros_like(x0)
+        for i in np.ndindex(x0.shape):
+            step = np.zeros_like(x0)
+            step[i] = eps
+            grad[i] = (loss(x0 + step) - loss(x0 - step)) / (2 * eps)
+        return grad
+
+    return gradient
