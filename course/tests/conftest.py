@@ -10,12 +10,12 @@ COURSE_TESTS = Path(__file__).resolve().parent
 REPO = COURSE_TESTS.parents[1]
 sys.path.insert(0, str(COURSE_TESTS))  # for golden.py, whatever pytest's import mode
 
-from golden import load_fixture  # noqa: E402
-
 
 @pytest.fixture(scope="session")
 def rope_hf():
     """The L7.3 golden arrays from Hugging Face (fixtures/L7.3/rope_hf.npz)."""
+    from golden import load_fixture
+
     return load_fixture(REPO / "fixtures" / "L7.3" / "rope_hf.npz")
 
 
