@@ -1,0 +1,190 @@
+"""The chapter texts agree with the catalog and with the reference code.
+
+- L7.3's worked example: the cos/sin values and the two output vectors printed
+  in course/chapters/L7.3-rope.md are what the reference computes, to the
+  printed six decimals.
+- Every chapter named in the catalog for L0.1, L0.2, M00.2 and L7.3 exists and
+  names its module's course-test path.
+- The L7.3 chapter names all fourteen course tests and the seven pitfall ids,
+  each pitfall beside the course test(s) that catch it.
+
+The reference runs in a subprocess with PYTHONPATH=course/reference/python, so
+this file never imports (or is confused by) the student's `tinyllm`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE = REPO / "course" / "reference" / "python"
+CATALOG = REPO / "course" / "catalog.toml"
+MODULES = ("L0.1", "L0.2", "M00.2", "L7.3")
+
+COURSE_TESTS = (
+    "test_hand_example",
+    "test_cos_sin_table_golden",
+    "test_cos_sin_attention_scaling_golden",
+    "test_half_layout_golden",
+    "test_interleaved_layout_golden",
+    "test_partial_rotary_golden",
+    "test_scores_depend_only_on_relative_position",
+    "test_rotation_preserves_length_and_position_zero_is_identity",
+    "test_layouts_are_a_permutation_of_each_other",
+    "test_interleaved_matches_rotate_pairs",
+    "test_gradcheck_both_layouts_and_partial",
+    "test_gradient_is_the_inverse_rotation",
+    "test_rope_spec_fields",
+    "test_validation",
+)
+
+# pitfall id -> the course tests that catch it (seed 003, section 5)
+PITFALLS = {
+    "s01": ("test_half_layout_golden",),
+    "s02": ("test_hand_example", "test_cos_sin_table_golden"),
+    "s03": ("test_partial_rotary_golden",),
+    "s04": ("test_cos_sin_table_golden", "test_scores_depend_only_on_relative_position"),
+    "s05": ("test_cos_sin_attention_scaling_golden",),
+    "s06": ("test_gradcheck_both_layouts_and_partial",),
+    "s07": ("test_interleaved_layout_golden",),
+}
+
+# The six printed decimals allow a rounding error of 5e-7; float32 adds a little.
+PRINTED_TOLERANCE = 5e-7 + 1e-7
+
+_REFERENCE_SCRIPT = r"""
+import json, sys
+import numpy as np
+import tinyllm
+from tinyllm.autograd.tensor import Tensor
+from tinyllm.modern.rope import apply_rope, rope_cos_sin
+
+cos, sin = rope_cos_sin(1, [1.0, 0.01])
+x = Tensor(np.array([1, 0, 0, 1], np.float32))
+json.dump({
+    "tinyllm_file": tinyllm.__file__,
+    "cos": [float(v) for v in cos],
+    "sin": [float(v) for v in sin],
+    "half": [float(v) for v in apply_rope(x, cos, sin, "half").data],
+    "interleaved": [float(v) for v in apply_rope(x, cos, sin, "interleaved").data],
+}, sys.stdout)
+"""
+
+
+def _catalog_modules() -> dict[str, dict]:
+    with CATALOG.open("rb") as f:
+        return {m["id"]: m for m in tomllib.load(f)["module"]}
+
+
+def _chapter_text(module_id: str) -> str:
+    return (REPO / _catalog_modules()[module_id]["chapter"]).read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def reference_values() -> dict:
+    env = dict(os.environ, PYTHONPATH=str(REFERENCE))
+    done = subprocess.run(
+        [sys.executable, "-c", _REFERENCE_SCRIPT],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, f"the reference failed to run:\n{done.stderr}"
+    values = json.loads(done.stdout)
+    assert Path(values["tinyllm_file"]).resolve().is_relative_to(REFERENCE.resolve()), (
+        f"imported tinyllm from {values['tinyllm_file']}, not from the reference tree {REFERENCE}"
+    )
+    return values
+
+
+# ---- parsing the worked example ------------------------------------------------
+
+_NUMBER = r"(-?\d+\.\d+)"
+_TABLE_LINE = re.compile(rf"^\s*(cos|sin) (1|0\.01)\s*=\s*{_NUMBER}\s*$", re.MULTILINE)
+_OUTPUT_LINE = re.compile(r"^\s*(half|interleaved):\s*\(([^)]*)\)\s*$", re.MULTILINE)
+
+
+def parse_worked_example(text: str) -> dict[str, list[float]]:
+    """The printed numbers: cos/sin as [value at angle 1, value at angle 0.01],
+    and the half and interleaved output vectors.  Each must be printed once."""
+    found: dict[str, list[float | None]] = {"cos": [None, None], "sin": [None, None]}
+    for fn, angle, value in _TABLE_LINE.findall(text):
+        slot = 0 if angle == "1" else 1
+        assert found[fn][slot] is None, f"{fn} {angle} is printed more than once"
+        found[fn][slot] = float(value)
+    for fn, values in found.items():
+        for angle, value in zip(("1", "0.01"), values):
+            assert value is not None, f"the chapter does not print a line '{fn} {angle} = ...'"
+
+    outputs = _OUTPUT_LINE.findall(text)
+    for layout in ("half", "interleaved"):
+        rows = [v for name, v in outputs if name == layout]
+        assert len(rows) == 1, f"expected one '{layout}: (...)' line, found {len(rows)}"
+        found[layout] = [float(v) for v in rows[0].split(",")]
+        assert len(found[layout]) == 4, f"the {layout} vector should have 4 entries: {rows[0]}"
+    return found  # type: ignore[return-value]
+
+
+def mismatches(printed: dict[str, list[float]], reference: dict) -> list[str]:
+    """Every printed number that is not the reference value to six decimals."""
+    problems = []
+    for key in ("cos", "sin", "half", "interleaved"):
+        for i, (shown, exact) in enumerate(zip(printed[key], reference[key], strict=True)):
+            if abs(shown - exact) > PRINTED_TOLERANCE:
+                problems.append(f"{key}[{i}]: the chapter prints {shown:.6f}, the reference gives {exact:.7f}")
+    return problems
+
+
+# ---- tests -------------------------------------------------------------------------
+
+
+def test_worked_example_matches_the_reference(reference_values):
+    printed = parse_worked_example(_chapter_text("L7.3"))
+    assert mismatches(printed, reference_values) == []
+
+
+def test_a_changed_number_in_the_worked_example_is_caught(reference_values):
+    """The check above can fail: alter one printed digit, or swap the layouts."""
+    text = _chapter_text("L7.3")
+    line = "interleaved: (0.540302, 0.841471, -0.010000, 0.999950)"
+    assert line in text
+    altered = text.replace(line, "interleaved: (0.540302, 0.841471, -0.010000, 0.999951)")
+    assert mismatches(parse_worked_example(altered), reference_values)
+    swapped = text.replace(line, "interleaved: (0.540302, -0.010000, 0.841471, 0.999950)")
+    assert mismatches(parse_worked_example(swapped), reference_values)
+    flipped = re.sub(r"^sin 1    = 0\.841471$", "sin 1    = -0.841471", text, flags=re.MULTILINE)
+    assert flipped != text and mismatches(parse_worked_example(flipped), reference_values)
+
+
+@pytest.mark.parametrize("module_id", MODULES)
+def test_chapter_exists_and_names_its_course_tests(module_id):
+    module = _catalog_modules()[module_id]
+    chapter = REPO / module["chapter"]
+    assert chapter.is_file(), f"{module_id}: the catalog names {module['chapter']}, which does not exist"
+    text = chapter.read_text(encoding="utf-8")
+    assert module["course_tests"] in text, f"{chapter.name} does not name its course tests {module['course_tests']}"
+    assert module_id in text.splitlines()[0], f"{chapter.name} does not open with its module id"
+    for path in module["files"]:
+        assert path in text, f"{chapter.name} does not name the file the student writes, {path}"
+
+
+def test_rope_chapter_names_every_course_test():
+    text = _chapter_text("L7.3")
+    missing = [name for name in COURSE_TESTS if f"`{name}`" not in text]
+    assert missing == [], f"the L7.3 chapter does not mention {missing}"
+
+
+def test_rope_chapter_pairs_each_pitfall_with_its_catching_tests():
+    lines = _chapter_text("L7.3").splitlines()
+    for pitfall, catchers in PITFALLS.items():
+        rows = [line for line in lines if re.search(rf"\b{pitfall}\b", line)]
+        assert rows, f"the L7.3 chapter does not mention pitfall {pitfall}"
+        assert any(all(f"`{name}`" in row for name in catchers) for row in rows), (
+            f"no line of the L7.3 chapter names pitfall {pitfall} together with {catchers}"
+        )
