@@ -1,6 +1,6 @@
 """L7.3 course tests: RoPE against Hugging Face's numbers and the properties a
 rotation must have.  The fourteen tests are the table of the chapter
-(course/chapters/L7.3-rope.md, "What the tests check").
+(course/chapters/L7.3-rope.md, section 12, "What the course tests check").
 
 Golden values come from fixtures/L7.3/rope_hf.npz (oracle/L7.3/rope_hf.py,
 transformers 5.19.0 on torch 2.13.0); the `rope_hf` fixture loads them.
@@ -44,7 +44,7 @@ def float32_angles(positions, inv_freq):
 
 
 def test_hand_example():
-    # Chapter section 3: r = 4, inv_freq (1, 0.01), position 1, x = (1, 0, 0, 1).
+    # Chapter section 10, the worked example: r = 4, inv_freq (1, 0.01), position 1, x = (1, 0, 0, 1).
     cos, sin = rope_cos_sin(1, [1.0, 0.01])
     assert_close(cos, [0.540302, 0.999950], 1e-6, "rope_cos_sin(1, [1, 0.01]) cos", "cos of the angles 1 and 0.01")
     assert_close(sin, [0.841471, 0.010000], 1e-6, "rope_cos_sin(1, [1, 0.01]) sin", "sin of the angles 1 and 0.01")

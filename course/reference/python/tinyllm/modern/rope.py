@@ -180,11 +180,14 @@ def _tables_for(x: Tensor, cos, sin, r: int) -> tuple[np.ndarray, np.ndarray]:
     try:
         broadcast = np.broadcast_shapes(cos.shape, target)
     except ValueError:
-        broadcast = None
-    if broadcast != target:
         raise ValueError(
             f"apply_rope: tables of shape {cos.shape} do not broadcast to x[..., :r/2] of shape {target}; "
             "for x [B, H, S, D] use tables [S, r/2], or per-row tables [B, S, r/2] as cos[:, None]"
+        ) from None
+    if broadcast != target:
+        raise ValueError(
+            f"apply_rope: tables of shape {cos.shape} would broadcast x[..., :r/2] of shape {target} up to "
+            f"{broadcast}; give tables with at most x's leading axes (size 1 or equal to x's)"
         )
     if not (np.all(np.isfinite(cos)) and np.all(np.isfinite(sin))):
         raise ValueError("apply_rope: cos and sin must be finite; they hold nan or inf")
