@@ -1,0 +1,325 @@
+"""The course catalog: course/catalog.toml, read into frozen dataclasses.
+
+Every `ol` command learns what a module is from here and nowhere else: its id,
+title, rung, needs, the files the student writes, the contracts they are
+stubbed from, the course tests, the student's test folder, the fixtures and,
+for modules whose student tests are graded, the grading settings.
+
+    catalog = load_catalog(root)
+    module = catalog.get("L7.3")             # UnknownModule lists the known ids
+    catalog.needs_closure(module)            # (L0.1, L0.2, M00.2): needs first
+
+Paths in `files` are relative to the student's tree `python/`; the reference
+solution of file F is `course/reference/python/F` and, for a .py file, its
+contract is `course/contracts/py/F` + "i" unless the entry lists `contracts`.
+Every other path is relative to the repository root.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ol.errors import OlError
+
+CATALOG_PATH = "course/catalog.toml"
+STUDENT_TREE = "python"
+REFERENCE_TREE = "course/reference/python"
+CONTRACT_TREE = "course/contracts/py"
+STARTER_DIR = "course/starters"
+
+REQUIRED_KEYS = ("id", "title", "rung", "needs", "files", "chapter", "course_tests",
+                 "student_tests", "fixtures")
+OPTIONAL_KEYS = ("contracts", "starter", "grading")
+GRADING_KEYS = ("threshold", "target", "pitfalls", "equivalent", "alternates",
+                "model_answer", "allowed_imports")
+
+
+class CatalogError(OlError):
+    """course/catalog.toml is malformed; the message names the entry and the key."""
+
+
+class UnknownModule(OlError, ValueError):
+    """A module id that the catalog does not list; the message lists the known ids."""
+
+    def __init__(self, module_id: str, known: Iterable[str]):
+        self.module_id = module_id
+        self.known = tuple(known)
+        super().__init__(
+            f"unknown module {module_id!r}. The course has: {', '.join(self.known)}. "
+            "(`ol list` shows them with their titles.)"
+        )
+
+
+@dataclass(frozen=True)
+class Grading:
+    """How `ol check` grades the student's own tests by mutation ([module.grading])."""
+
+    threshold: float                    # killed / counted mutants needed to pass
+    target: str                         # the file mutated, relative to python/
+    pitfalls: str                       # hand-written pitfall mutants (toml)
+    equivalent: str                     # reviewed equivalent mutants (toml)
+    alternates: tuple[str, ...]         # other correct implementations
+    model_answer: str                   # the instructor's own student-style tests
+    allowed_imports: tuple[str, ...]    # what the student's tests may import
+
+
+@dataclass(frozen=True)
+class Module:
+    """One course module, as its [[module]] entry says."""
+
+    id: str
+    title: str
+    rung: str
+    needs: tuple[str, ...]
+    files: tuple[str, ...]              # relative to python/
+    chapter: str
+    course_tests: str
+    student_tests: str
+    fixtures: tuple[str, ...]
+    contracts: tuple[str, ...]          # one per file where one is known
+    starter: str                        # example test for `ol start` (may not exist)
+    grading: Grading | None = None
+
+    def contract_for(self, file: str) -> str | None:
+        """The contract that file (one of `files`) is stubbed from, or None."""
+        index = self.files.index(file)
+        same_path = [c for c in self.contracts if c.endswith("/" + file + "i")]
+        if same_path:
+            return same_path[0]
+        if len(self.contracts) == len(self.files):
+            return self.contracts[index]  # an explicit list, one contract per file
+        return None
+
+    @property
+    def module_names(self) -> dict[str, str]:
+        """Dotted import name of each Python file: {"tinyllm.modern.rope": "tinyllm/modern/rope.py"}."""
+        return {dotted_name(f): f for f in self.files if f.endswith(".py")}
+
+    @property
+    def starter_test_name(self) -> str:
+        """File name of the starter test `ol start` writes: test_<stem>_oracle.py."""
+        first_py = next((f for f in self.files if f.endswith(".py")), self.files[0])
+        stem = PurePosixPath(first_py).stem
+        if stem == "__init__":
+            stem = PurePosixPath(first_py).parent.name
+        return f"test_{stem}_oracle.py"
+
+
+def dotted_name(file: str) -> str:
+    """'tinyllm/modern/rope.py' -> 'tinyllm.modern.rope' ('pkg/__init__.py' -> 'pkg')."""
+    parts = list(PurePosixPath(file).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The whole course, modules in file order."""
+
+    root: Path
+    modules: tuple[Module, ...]
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(m.id for m in self.modules)
+
+    def get(self, module_id: str) -> Module:
+        """The module with this id (an exact match, else a unique case-insensitive one)."""
+        for module in self.modules:
+            if module.id == module_id:
+                return module
+        folded = [m for m in self.modules if m.id.casefold() == str(module_id).casefold()]
+        if len(folded) == 1:
+            return folded[0]
+        raise UnknownModule(module_id, self.ids)
+
+    def needs_closure(self, module: Module | str) -> tuple[Module, ...]:
+        """Everything `module` needs, directly or through other needs, each module
+        after its own needs (a dependency order); `module` itself is not included."""
+        module = self.get(module) if isinstance(module, str) else module
+        order: list[Module] = []
+
+        def visit(m: Module) -> None:
+            for need in m.needs:
+                dep = self.get(need)
+                if dep not in order:
+                    visit(dep)
+                    order.append(dep)
+
+        visit(module)
+        return tuple(order)
+
+    def owner_of(self, name: str) -> Module | None:
+        """The module whose files define the dotted module `name`, if any."""
+        for module in self.modules:
+            if name in module.module_names:
+                return module
+        return None
+
+
+def load_catalog(root: str | Path) -> Catalog:
+    """Read and check <root>/course/catalog.toml.
+
+    Raises CatalogError (naming the entry and what is wrong) for a missing or
+    unreadable file, missing or mistyped keys, duplicate ids, needs that name
+    unknown modules, and cycles in the needs.  Keys that `ol` does not know
+    are not errors: they are listed in Catalog.warnings.
+    """
+    root = Path(root).resolve()
+    path = root / CATALOG_PATH
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CatalogError(f"no course catalog at {path}: is {root} a tinyllm checkout?") from None
+    except tomllib.TOMLDecodeError as error:
+        raise CatalogError(f"{CATALOG_PATH} is not valid TOML: {error}") from None
+
+    entries = data.get("module", [])
+    if not isinstance(entries, list) or not entries:
+        raise CatalogError(f"{CATALOG_PATH} lists no modules: expected [[module]] entries")
+
+    warnings: list[str] = []
+    modules: list[Module] = []
+    seen: dict[str, int] = {}
+    for number, entry in enumerate(entries, start=1):
+        module = _parse_module(entry, number, warnings)
+        if module.id in seen:
+            raise CatalogError(
+                f"{CATALOG_PATH}: module {module.id!r} is listed twice "
+                f"(entries {seen[module.id]} and {number}); ids must be unique"
+            )
+        seen[module.id] = number
+        modules.append(module)
+
+    _check_needs(modules)
+    return Catalog(root=root, modules=tuple(modules), warnings=tuple(warnings))
+
+
+# ---- parsing and validation ------------------------------------------------
+
+
+def _parse_module(entry: Mapping, number: int, warnings: list[str]) -> Module:
+    where = f"{CATALOG_PATH}, [[module]] entry {number}"
+    if not isinstance(entry, Mapping):
+        raise CatalogError(f"{where}: expected a table of keys, got {type(entry).__name__}")
+    if isinstance(entry.get("id"), str):
+        where = f"{CATALOG_PATH}, module {entry['id']!r} (entry {number})"
+    missing = [k for k in REQUIRED_KEYS if k not in entry]
+    if missing:
+        raise CatalogError(f"{where}: missing key(s) {', '.join(missing)}; every module needs "
+                           f"{', '.join(REQUIRED_KEYS)}")
+    for key in entry:
+        if key not in REQUIRED_KEYS + OPTIONAL_KEYS:
+            warnings.append(f"{where}: key {key!r} is not one ol knows "
+                            f"({', '.join(REQUIRED_KEYS + OPTIONAL_KEYS)}); it is ignored")
+
+    text = {k: _string(entry, k, where) for k in ("id", "title", "rung", "chapter",
+                                                   "course_tests", "student_tests")}
+    files = _strings(entry, "files", where)
+    if not files:
+        raise CatalogError(f"{where}: 'files' is empty; list the files the student writes")
+    for file in files:
+        _relative(file, "files", where)
+    for key in ("chapter", "course_tests", "student_tests"):
+        _relative(text[key], key, where)
+    fixtures = _strings(entry, "fixtures", where)
+
+    if "contracts" in entry:
+        contracts = _strings(entry, "contracts", where)
+    else:
+        contracts = tuple(f"{CONTRACT_TREE}/{f}i" for f in files if f.endswith(".py"))
+    starter = _string(entry, "starter", where) if "starter" in entry else f"{STARTER_DIR}/{text['id']}.py"
+
+    grading = None
+    if "grading" in entry:
+        grading = _parse_grading(entry["grading"], where, warnings)
+
+    return Module(
+        id=text["id"], title=text["title"], rung=text["rung"],
+        needs=_strings(entry, "needs", where), files=files,
+        chapter=text["chapter"], course_tests=text["course_tests"],
+        student_tests=text["student_tests"], fixtures=fixtures,
+        contracts=contracts, starter=starter, grading=grading,
+    )
+
+
+def _parse_grading(table, where: str, warnings: list[str]) -> Grading:
+    where = f"{where}, [module.grading]"
+    if not isinstance(table, Mapping):
+        raise CatalogError(f"{where}: expected a table, got {type(table).__name__}")
+    missing = [k for k in GRADING_KEYS if k not in table]
+    if missing:
+        raise CatalogError(f"{where}: missing key(s) {', '.join(missing)}; grading needs "
+                           f"{', '.join(GRADING_KEYS)}")
+    for key in table:
+        if key not in GRADING_KEYS:
+            warnings.append(f"{where}: key {key!r} is not one ol knows; it is ignored")
+    threshold = table["threshold"]
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+        raise CatalogError(f"{where}: threshold must be a number from 0 to 1 "
+                           f"(the share of mutants to kill), got {threshold!r}")
+    return Grading(
+        threshold=float(threshold),
+        target=_string(table, "target", where),
+        pitfalls=_string(table, "pitfalls", where),
+        equivalent=_string(table, "equivalent", where),
+        alternates=_strings(table, "alternates", where),
+        model_answer=_string(table, "model_answer", where),
+        allowed_imports=_strings(table, "allowed_imports", where),
+    )
+
+
+def _check_needs(modules: list[Module]) -> None:
+    ids = [m.id for m in modules]
+    by_id = {m.id: m for m in modules}
+    for module in modules:
+        for need in module.needs:
+            if need not in by_id:
+                raise CatalogError(
+                    f"{CATALOG_PATH}, module {module.id!r}: needs {need!r}, which is not in the "
+                    f"catalog; known modules: {', '.join(ids)}"
+                )
+            if need == module.id:
+                raise CatalogError(f"{CATALOG_PATH}, module {module.id!r}: needs itself")
+
+    # A cycle would make needs_closure (and --ref-deps) meaningless.
+    done: set[str] = set()
+
+    def visit(module_id: str, path: tuple[str, ...]) -> None:
+        if module_id in path:
+            cycle = " -> ".join(path[path.index(module_id):] + (module_id,))
+            raise CatalogError(f"{CATALOG_PATH}: the needs form a cycle: {cycle}")
+        if module_id in done:
+            return
+        for need in by_id[module_id].needs:
+            visit(need, path + (module_id,))
+        done.add(module_id)
+
+    for module in modules:
+        visit(module.id, ())
+
+
+def _string(table: Mapping, key: str, where: str) -> str:
+    value = table[key]
+    if not isinstance(value, str) or not value.strip():
+        raise CatalogError(f"{where}: {key!r} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _strings(table: Mapping, key: str, where: str) -> tuple[str, ...]:
+    value = table[key]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise CatalogError(f"{where}: {key!r} must be a list of non-empty strings, got {value!r}")
+    return tuple(value)
+
+
+def _relative(path: str, key: str, where: str) -> None:
+    pure = PurePosixPath(path)
+    if pure.is_absolute() or ".." in pure.parts or "\\" in path:
+        raise CatalogError(f"{where}: {key} path {path!r} must be relative, use '/', "
+                           "and stay inside the repository (no '..')")

@@ -1,0 +1,565 @@
+"""The `ol` command line: parse arguments, call the library, print.
+
+Each verb is a pair of small functions, `_<verb>_args(parser)` and
+`_<verb>(args, ctx) -> exit code`, registered in VERBS.  Verbs that live in
+other packages (the grader's `check` and `verify`) are listed in LAZY_VERBS
+and imported only when they are run; such a module defines
+
+    def configure(parser: argparse.ArgumentParser) -> None
+    def run(args: argparse.Namespace, ctx: ol.cli.Context) -> int
+
+Exit codes: 0 ok; 1 a failure (tests fail, `diff` refused); 2 the command
+could not run as asked (usage errors, an unknown module, a module or its
+needs not started).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TextIO
+
+from ol.catalog import CATALOG_PATH, Catalog, Module, load_catalog
+from ol.errors import OlError
+from ol.runner import NotReady, TestRun, plan_overlay, run_course_tests, run_student_tests
+from ol.state import CHECKED, PASSING, STARTED, StateStore
+from ol.workspace import BACKUP_DIR, reset_module, reference_diff, start_module
+
+OK, FAILED, USAGE = 0, 1, 2
+
+WORKFLOW = """\
+tinyllm course runner: you build the library module by module.
+
+  ./ol start L7.3     write the stub and your test folder; says which chapter to read
+  ./ol tests L7.3     run the course tests on your code (--ref-deps: needs from the reference)
+                      write your own tests in python/tests/l7-3-rope/ (--mine runs them)
+  ./ol check L7.3     the course tests, then the mutation grade of your own tests
+  ./ol diff  L7.3     after the course tests pass: your code against the reference
+  ./ol list           every module and how far you are
+  ./ol reset L7.3     a fresh stub, after saving your code to a backup
+
+./ol COMMAND --help says more about each command.
+"""
+
+
+def _workflow(ol: str) -> str:
+    """WORKFLOW, plus how to call ol from the current directory if not ./ol."""
+    return WORKFLOW + ("" if ol == "./ol" else f"(From this directory, ./ol is {ol}.)\n")
+
+
+# ---- context shared by the verbs ---------------------------------------------------
+
+
+@dataclass
+class Context:
+    """What every verb gets: the repository, its catalog and state, and the streams."""
+
+    root: Path
+    out: TextIO = sys.stdout
+    err: TextIO = sys.stderr
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        catalog = load_catalog(self.root)
+        for warning in catalog.warnings:
+            self.warn(warning)
+        return catalog
+
+    @cached_property
+    def store(self) -> StateStore:
+        return StateStore(self.root, warn=self.warn)
+
+    def module(self, module_id: str) -> Module:
+        """The catalog's module; UnknownModule (exit 2, listing the ids) otherwise."""
+        return self.catalog.get(module_id)
+
+    def say(self, *lines: str) -> None:
+        for line in lines:
+            print(line, file=self.out)
+        self.out.flush()
+
+    def warn(self, message: str) -> None:
+        print(f"ol: warning: {message}", file=self.err)
+
+    def show(self, rel: str) -> str:
+        """A repository path (relative to the root) as the user should type it
+        from where they are: relative inside the repository, absolute outside."""
+        path = self.root / rel
+        cwd = Path.cwd().resolve()
+        if cwd == self.root or self.root in cwd.parents:
+            shown = os.path.relpath(path, cwd)
+            return shown + ("/" if rel.endswith("/") else "")
+        return str(path) + ("/" if rel.endswith("/") else "")
+
+    @cached_property
+    def ol(self) -> str:
+        """How to run ol from the current directory: "./ol" at the root."""
+        shown = self.show("ol")
+        return shown if os.sep in shown else "./" + shown
+
+
+# ---- the registry --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verb:
+    name: str
+    summary: str                                              # one line for `ol --help`
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, Context], int]
+    description: str = ""                                     # for `ol NAME --help`
+    takes_pytest_args: bool = False                           # accepts `-- ARGS`
+
+
+VERBS: dict[str, Verb] = {}
+
+# Verbs implemented elsewhere: name -> (module defining configure and run, summary).
+LAZY_VERBS: dict[str, tuple[str, str]] = {
+    "check": ("ol.grading.cli", "the course tests, then the mutation grade of your own tests"),
+    "verify": ("ol.verify", "instructor: the reference passes, stubs fail, pitfalls are caught"),
+}
+
+
+def register(verb: Verb) -> Verb:
+    VERBS[verb.name] = verb
+    return verb
+
+
+def _module_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("module", metavar="MODULE", help="a module id from the catalog, e.g. L7.3")
+
+
+def _ref_deps_arg(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--ref-deps", action="store_true",
+                        help=f"take the module's needs from the reference ({what})")
+
+
+# ---- start ----------------------------------------------------------------------------
+
+
+def _start_args(parser):
+    _module_arg(parser)
+    _ref_deps_arg(parser, "you will test with --ref-deps: no warning about unfinished needs")
+
+
+def _start(args, ctx: Context) -> int:
+    module = ctx.module(args.module)
+    result = start_module(ctx.root, module, ctx.catalog)
+    if result.written:
+        ctx.store.record(module, STARTED)
+
+    ctx.say(f"{module.id}  {module.title}  (rung {module.rung})", "")
+    for rel in result.written:
+        ctx.say(f"  wrote  {ctx.show(rel)}  (a stub from {module.contract_for(rel.split('/', 1)[1])})")
+    for rel in result.kept:
+        ctx.say(f"  kept   {ctx.show(rel)}  (it exists, so it was left as it is; "
+                f"{ctx.ol} reset {module.id} gives a fresh stub after a backup)")
+    if result.starter_test:
+        ctx.say(f"  wrote  {ctx.show(result.starter_test)}  (your first test: allowed imports and one example)")
+    else:
+        ctx.say(f"  kept   your tests in {ctx.show(module.student_tests + '/')} "
+                f"({', '.join(Path(t).name for t in result.tests_kept)})")
+
+    chapter_note = "" if (ctx.root / module.chapter).exists() else "  (not written yet)"
+    ctx.say(
+        "",
+        f"  chapter       {ctx.show(module.chapter)}{chapter_note}",
+        f"  course tests  {ctx.show(module.course_tests + '/')}",
+        f"  your tests    {ctx.show(module.student_tests + '/')}",
+        f"  rung          {module.rung}" + (
+            f" (your tests are graded by mutation: at least {module.grading.threshold:.0%} of the "
+            "mutants and every pitfall caught)" if module.grading else ""),
+    )
+
+    unfinished = _unfinished_needs(ctx, module)
+    ref = " --ref-deps" if (args.ref_deps or unfinished) else ""
+    if unfinished and not args.ref_deps:
+        ctx.say(
+            "",
+            f"{module.id} needs {', '.join(module.needs)}; not finished yet: "
+            + ", ".join(f"{m.id} ({state})" for m, state in unfinished) + ".",
+            f"Test with the reference's versions of them meanwhile (--ref-deps, as below), "
+            f"or finish them first: {ctx.ol} start {unfinished[0][0].id}",
+        )
+    ctx.say(
+        "",
+        "Next:",
+        f"  1. read the chapter        {ctx.show(module.chapter)}",
+        f"  2. fill in the stub        {', '.join(ctx.show('python/' + f) for f in module.files)}",
+        f"  3. run the course tests    {ctx.ol} tests {module.id}{ref}",
+        f"  4. write your own tests in {ctx.show(module.student_tests + '/')}; "
+        f"run them: {ctx.ol} tests {module.id} --mine{ref}",
+    )
+    if module.grading:
+        ctx.say(f"  5. grade your tests        {ctx.ol} check {module.id}")
+    ctx.say(f"  {6 if module.grading else 5}. see the reference       {ctx.ol} diff {module.id}{ref}")
+    return OK
+
+
+def _unfinished_needs(ctx: Context, module: Module) -> list[tuple[Module, str]]:
+    """The needs (transitively) whose course tests have not passed."""
+    unfinished = []
+    for need in ctx.catalog.needs_closure(module):
+        status = ctx.store.status(need)
+        if not status.at_least(PASSING):
+            unfinished.append((need, status.state))
+    return unfinished
+
+
+register(Verb(
+    "start", "write a module's stubs and your test folder (never overwrites a file)",
+    _start_args, _start,
+    description=(
+        "Writes the module's files as stubs generated from its contracts (each body raises\n"
+        "NotImplementedError naming what to write), creates your test folder with a starter test,\n"
+        "and prints the chapter, the course tests, your test folder and the rung.\n"
+        "A file that exists is never overwritten: it is kept, and start says so."
+    ),
+))
+
+
+# ---- tests ----------------------------------------------------------------------------
+
+
+def _tests_args(parser):
+    _module_arg(parser)
+    _ref_deps_arg(parser, "your own code for the module itself")
+    parser.add_argument("--mine", action="store_true",
+                        help="run your own tests (the module's student test folder) instead of the course tests")
+
+
+def _tests(args, ctx: Context) -> int:
+    module = ctx.module(args.module)
+    plan_overlay(ctx.root, module, catalog=ctx.catalog, ref_deps=args.ref_deps)  # NotReady: say why first
+    deps = _deps_phrase(ctx, module, args.ref_deps)
+    if args.mine:
+        ctx.say(f"ol: your tests in {ctx.show(module.student_tests + '/')} on your {module.id}{deps}")
+        run = run_student_tests(ctx.root, module, ref_deps=args.ref_deps, pytest_args=args.pytest_args,
+                                catalog=ctx.catalog)
+        _summarize(ctx, run, f"your tests of {module.id}")
+        return _exit_code(run)
+
+    ctx.say(f"ol: the course tests of {module.id} on your {module.id}{deps}")
+    run = run_course_tests(ctx.root, module, ref_deps=args.ref_deps, pytest_args=args.pytest_args,
+                           catalog=ctx.catalog)
+    state = _record(ctx, module, run, args.ref_deps)
+    _summarize(ctx, run, f"course tests of {module.id}")
+    if run.ok and run.complete:
+        ref = " --ref-deps" if args.ref_deps else ""
+        ctx.say(
+            f"Next: write your own tests in {ctx.show(module.student_tests + '/')} "
+            f"(run them: {ctx.ol} tests {module.id} --mine{ref})"
+            + (f", grade them: {ctx.ol} check {module.id}" if module.grading else "")
+            + f"; see the reference: {ctx.ol} diff {module.id}{ref}"
+        )
+    elif not run.ok:
+        ctx.say(f"Each failure above says what was expected. The chapter: {ctx.show(module.chapter)}")
+    if state:
+        ctx.say(f"({ctx.ol} list now shows {module.id}: {state})")
+    return _exit_code(run)
+
+
+def _deps_phrase(ctx: Context, module: Module, ref_deps: bool) -> str:
+    if not module.needs:
+        return ""
+    closure = ", ".join(m.id for m in ctx.catalog.needs_closure(module))
+    return f", with {closure} from the reference" if ref_deps else f", with your own {closure}"
+
+
+def _record(ctx: Context, module: Module, run: TestRun, ref_deps: bool) -> str | None:
+    """Update the state after a course-test run; None if the run proves nothing
+    (a subset that passed, or a pytest usage error)."""
+    if run.exit_code == 4 or (run.ok and not run.complete):
+        return None
+    return ctx.store.record_test_result(module, run.ok, ref_deps=ref_deps)
+
+
+def _summarize(ctx: Context, run: TestRun, what: str) -> None:
+    if run.ok:
+        partial = f" ({run.deselected} left out by -k/-m)" if run.deselected else ""
+        ctx.say("", f"{what}: all {len(run.passed)} passed{partial}.")
+    elif run.exit_code == 5:
+        ctx.say("", f"{what}: no tests were collected.")
+    elif run.exit_code == 4:
+        ctx.say("", "pytest did not accept the arguments after --; see its message above.")
+    elif any(o.outcome == "error" and "::" not in o.nodeid for o in run.outcomes):
+        ctx.say("", f"{what}: a test file could not be imported; the error above says why "
+                "(often a syntax error or a missing name in your code).")
+    else:
+        ctx.say("", f"{what}: {len(run.passed)} passed, {len(run.failed)} failed "
+                f"({_some(run.failed)}).")
+
+
+def _some(names: Sequence[str], shown: int = 4) -> str:
+    """The first few test functions of `names`, and how many more there are."""
+    functions = list(dict.fromkeys(n.split("[")[0] for n in names))
+    more = f" and {len(functions) - shown} more" if len(functions) > shown else ""
+    return ", ".join(functions[:shown]) + more
+
+
+def _exit_code(run: TestRun) -> int:
+    if run.exit_code == 0:
+        return OK
+    return USAGE if run.exit_code == 4 else FAILED
+
+
+register(Verb(
+    "tests", "run a module's course tests on your code (--mine: your own tests)",
+    _tests_args, _tests, takes_pytest_args=True,
+    description=(
+        "Runs the module's course tests on your files, printing pytest's output as it goes.\n"
+        "--ref-deps takes the modules it needs from the reference, so only your code for this\n"
+        "module is tested.  Arguments after -- go to pytest, e.g. ./ol tests L7.3 -- -k hand -x\n"
+        "Exit: 0 all pass, 1 a test fails, 2 the tests could not run (unknown module, not started).\n"
+        "A full passing run marks the module 'course tests passing' in ./ol list."
+    ),
+))
+
+
+# ---- diff -----------------------------------------------------------------------------
+
+
+def _diff_args(parser):
+    _module_arg(parser)
+    _ref_deps_arg(parser, "as for ./ol tests")
+
+
+def _diff(args, ctx: Context) -> int:
+    module = ctx.module(args.module)
+    plan_overlay(ctx.root, module, catalog=ctx.catalog, ref_deps=args.ref_deps)  # NotReady: say why first
+    deps = _deps_phrase(ctx, module, args.ref_deps)
+    ctx.say(f"ol: running the course tests of {module.id} on your code first{deps} ...")
+    run = run_course_tests(ctx.root, module, ref_deps=args.ref_deps, capture=True, catalog=ctx.catalog)
+    _record(ctx, module, run, args.ref_deps)
+    ref = " --ref-deps" if args.ref_deps else ""
+    if not run.ok:
+        failing = _some(run.failed) or "see ./ol tests"
+        hint = ""
+        if not args.ref_deps and module.needs and _unfinished_needs(ctx, module):
+            hint = f" If the failures come from unfinished needs, add --ref-deps."
+        print(
+            f"ol: diff refused: the course tests of {module.id} do not pass now "
+            f"({len(run.failed)} failing: {failing}). The reference is shown only once your own "
+            f"code passes. {ctx.ol} tests {module.id}{ref} shows why.{hint}",
+            file=ctx.err,
+        )
+        return FAILED
+
+    text = reference_diff(ctx.root, module)
+    ctx.say(f"ol: all {len(run.passed)} course tests pass, so here is your code (-) against the "
+            f"reference (+):", "")
+    if text:
+        ctx.out.write(text)
+        ctx.out.flush()
+    else:
+        ctx.say("(your files are identical to the reference)")
+    return OK
+
+
+register(Verb(
+    "diff", "after the course tests pass: your files against the reference",
+    _diff_args, _diff,
+    description=(
+        "Reruns the module's course tests on your code (your files may have changed since the\n"
+        "last ./ol tests); if they all pass, prints a unified diff of your files (-) against the\n"
+        "reference solution (+).  If they do not pass, it refuses and exits 1."
+    ),
+))
+
+
+# ---- list -----------------------------------------------------------------------------
+
+
+def _list_args(parser):
+    pass
+
+
+def _list(args, ctx: Context) -> int:
+    ctx.store.records()  # a corrupt state file is reported (and kept) even if nothing is started
+    rows = []
+    notes = set()
+    for module in ctx.catalog.modules:
+        status = ctx.store.status(module)
+        marks = []
+        if status.ref_deps and status.at_least(PASSING):
+            marks.append("*")
+            notes.add("* with the needs from the reference (--ref-deps)")
+        if status.edited_since and status.at_least(STARTED):
+            marks.append("+")
+            notes.add("+ your files changed since (run ./ol tests again to update)")
+        if status.missing:
+            marks.append("!")
+            notes.add("! some of the module's files are missing")
+        rows.append((module.id, module.rung, status.state + "".join(marks), module.title))
+    widths = [max(len(r[i]) for r in rows + [("Module", "Rung", "State", "")]) for i in range(3)]
+    ctx.say("  ".join(h.ljust(w) for h, w in zip(("Module", "Rung", "State"), widths)) + "  Title")
+    for row in rows:
+        ctx.say("  ".join(c.ljust(w) for c, w in zip(row[:3], widths)) + "  " + row[3])
+    for note in sorted(notes):
+        ctx.say(note.replace("./ol", ctx.ol))
+    return OK
+
+
+register(Verb(
+    "list", "every module with its state (nothing is run)",
+    _list_args, _list,
+    description=(
+        "Shows every module of the catalog with its state: not started, started, course tests\n"
+        "passing, or checked.  It reads .ol/state.json, which start, tests, diff, reset and\n"
+        "check update, and runs nothing."
+    ),
+))
+
+
+# ---- reset ----------------------------------------------------------------------------
+
+
+def _reset_args(parser):
+    _module_arg(parser)
+
+
+def _reset(args, ctx: Context) -> int:
+    module = ctx.module(args.module)
+    if not ctx.store.status(module).at_least(STARTED):
+        raise NotReady(f"nothing to reset: {module.id} is not started. ./ol start {module.id} writes its stubs.")
+    result = reset_module(ctx.root, module)
+    ctx.store.record(module, STARTED)
+    if result.backup_dir:
+        ctx.say(f"Saved your files before replacing them:")
+        for rel in result.backed_up:
+            ctx.say(f"  {ctx.show(rel)}  ->  {ctx.show(result.backup_dir + '/' + rel)}")
+        ctx.say(f"backup: {ctx.show(result.backup_dir)}")
+    for rel in result.written:
+        ctx.say(f"Wrote a fresh stub: {ctx.show(rel)}")
+    for rel in result.unchanged:
+        ctx.say(f"Already a fresh stub (left as it is): {ctx.show(rel)}")
+    ctx.say(f"Your own tests in {ctx.show(module.student_tests + '/')} are left as they are.")
+    if result.backup_dir:
+        first = result.backed_up[0]
+        ctx.say(f"To undo: cp {ctx.show(result.backup_dir + '/' + first)} {ctx.show(first)}")
+    return OK
+
+
+register(Verb(
+    "reset", "a fresh stub in place of your files, after saving them to a backup",
+    _reset_args, _reset,
+    description=(
+        f"Copies the module's files to {BACKUP_DIR}/MODULE/TIMESTAMP/ (printed; never overwritten),\n"
+        "then writes fresh stubs in their place.  Your own test folder is not touched."
+    ),
+))
+
+
+# ---- the parser and main -------------------------------------------------------------------
+
+
+def _lazy_verb(name: str) -> Verb:
+    """The verb `name` of LAZY_VERBS, or a placeholder if its module is not written yet."""
+    module_name, summary = LAZY_VERBS[name]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name is None or not module_name.startswith(error.name):
+            raise  # the module exists but something it imports is missing: a real error
+
+        def unavailable(args, ctx):
+            print(f"ol: `{name}` is not available yet: its code ({module_name}) is not in this checkout.",
+                  file=ctx.err)
+            return USAGE
+
+        return Verb(name, summary, lambda p: p.add_argument("rest", nargs=argparse.REMAINDER,
+                                                            help=argparse.SUPPRESS), unavailable)
+    return Verb(name, summary, module.configure, module.run,
+                description=(module.__doc__ or "").strip().split("\n\n")[0])
+
+
+def build_parser(selected: str | None, prog: str = "ol") -> argparse.ArgumentParser:
+    """The argument parser.  Lazy verbs are imported only if `selected`."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description=_workflow(prog).split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_workflow(prog).split("\n\n", 1)[1],
+    )
+    subparsers = parser.add_subparsers(dest="verb", metavar="COMMAND")
+    names = list(VERBS) + [n for n in LAZY_VERBS if n not in VERBS]
+    for name in names:
+        if name in VERBS:
+            verb = VERBS[name]
+        elif name == selected:
+            verb = _lazy_verb(name)
+        else:
+            subparsers.add_parser(name, help=LAZY_VERBS[name][1], add_help=False).add_argument(
+                "rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+            continue
+        sub = subparsers.add_parser(
+            name, help=verb.summary, description=verb.description or verb.summary,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        verb.configure(sub)
+        if verb.takes_pytest_args:
+            sub.usage = sub.format_usage().removeprefix("usage: ").strip() + " [-- PYTEST_ARGS]"
+        sub.set_defaults(_verb=verb)
+    return parser
+
+
+def find_root(start: str | Path | None = None) -> Path:
+    """The repository this `ol` belongs to: the given root, or the one that
+    holds this package (<root>/python/ol)."""
+    root = Path(start) if start else Path(__file__).resolve().parents[2]
+    root = root.resolve()
+    if not (root / CATALOG_PATH).exists():
+        raise OlError(f"{root} is not a tinyllm checkout (no {CATALOG_PATH}); run the ol at the root "
+                      "of your clone: ./ol")
+    return root
+
+
+def main(argv: Sequence[str] | None = None, root: str | Path | None = None,
+         out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Run one ol command; returns the exit code (0 ok, 1 failure, 2 usage)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        ctx = Context(find_root(root), out, err)
+    except OlError as error:
+        print(f"ol: {error}", file=err)
+        return error.exit_code
+
+    pytest_args: list[str] = []
+    if "--" in argv:
+        at = argv.index("--")
+        argv, pytest_args = argv[:at], argv[at + 1:]
+    if not argv:
+        print(_workflow(ctx.ol), file=out, end="")
+        return OK
+
+    selected = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(selected, prog=ctx.ol)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # --help (0) or a usage error (2, message printed)
+        return int(exit_.code or 0)
+    verb: Verb | None = getattr(args, "_verb", None)
+    if verb is None:
+        print(_workflow(ctx.ol), file=out, end="")
+        return OK
+    if pytest_args and not verb.takes_pytest_args:
+        parser.print_usage(err)
+        print(f"ol: {verb.name} takes no pytest arguments after --", file=err)
+        return USAGE
+    args.pytest_args = pytest_args
+
+    try:
+        return verb.run(args, ctx)
+    except OlError as error:
+        message = str(error).replace("./ol ", ctx.ol + " ")
+        print(f"ol: {message}", file=err)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("ol: interrupted", file=err)
+        return 130

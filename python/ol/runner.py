@@ -1,0 +1,292 @@
+"""Run a module's course tests (or the student's own tests) in a pytest subprocess.
+
+The runner decides where every module of the run comes from and tells the
+child through the overlay (ol.overlay, installed by the pytest plugin
+ol.pytest_overlay); it never copies or edits a file.
+
+    implementation="student"   the module's files from python/ (the student's)
+    implementation="reference" the module's files from course/reference/python/
+    ref_deps=True              the needs (transitively) from the reference
+    sources={name: text}       replacement source for any module (a stub, a
+                               mutant), without touching a file
+
+    run = run_course_tests(root, "L7.3", ref_deps=True, capture=True)
+    run.exit_code, run.passed, run.failed, run.output
+
+The child is `python -m pytest` with PYTHONPATH=<root>/python first, so the
+repository's own tree wins over any installed copy, cwd=<root>, and no
+writes into the repository: `-p no:cacheprovider`, and Hypothesis keeps its
+example database in <root>/.ol/hypothesis (gitignored) unless
+HYPOTHESIS_STORAGE_DIRECTORY is already set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ol.catalog import REFERENCE_TREE, STUDENT_TREE, Catalog, Module, dotted_name, load_catalog
+from ol.errors import OlError
+from ol.overlay import Source
+
+IMPLEMENTATIONS = ("student", "reference")
+
+
+class NotReady(OlError):
+    """The run cannot start: the module or one of its needs is not started, or
+    a test folder or reference file is missing.  The message says what to do."""
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    """One test's result, as pytest reported it."""
+
+    nodeid: str    # "course/tests/L7.3/test_rope.py::test_validation[odd]"
+    outcome: str   # "passed", "failed", "skipped" or "error"
+
+    @property
+    def name(self) -> str:
+        """The test's name with its parameters: "test_validation[odd]"."""
+        return self.nodeid.rsplit("::", 1)[-1]
+
+    @property
+    def function(self) -> str:
+        """The test function's name: "test_validation"."""
+        return self.name.split("[", 1)[0]
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """The result of one pytest run.
+
+    exit_code is pytest's own: 0 all passed, 1 some failed, 2 interrupted
+    (e.g. a test file failed to import), 3 internal error, 4 usage error,
+    5 no tests collected.
+    """
+
+    exit_code: int
+    outcomes: tuple[TestOutcome, ...] = ()
+    output: str = ""                        # stdout and stderr, when captured
+    deselected: int = 0                     # tests left out by -k / -m
+    command: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    @property
+    def complete(self) -> bool:
+        """True if every test was selected (no -k / -m filtering)."""
+        return self.deselected == 0
+
+    def names(self, *outcomes: str) -> list[str]:
+        return [o.name for o in self.outcomes if o.outcome in outcomes]
+
+    @property
+    def passed(self) -> list[str]:
+        return self.names("passed")
+
+    @property
+    def failed(self) -> list[str]:
+        """Tests that failed or errored (including files that failed to import)."""
+        return self.names("failed", "error")
+
+    @property
+    def skipped(self) -> list[str]:
+        return self.names("skipped")
+
+
+def run_course_tests(
+    root: str | Path,
+    module: Module | str,
+    *,
+    ref_deps: bool = False,
+    sources: Mapping[str, str | Source] | None = None,
+    implementation: str = "student",
+    pytest_args: Sequence[str] = (),
+    capture: bool = False,
+    catalog: Catalog | None = None,
+    timeout: float | None = None,
+) -> TestRun:
+    """Run `module`'s course tests (catalog `course_tests`).
+
+    Raises NotReady (with a message naming the fix) if the module's files are
+    missing from the student's tree, or, without ref_deps, a need is not
+    started; subprocess.TimeoutExpired if `timeout` seconds pass.
+    """
+    catalog = catalog or load_catalog(root)
+    module = catalog.get(module) if isinstance(module, str) else module
+    tests = Path(catalog.root) / module.course_tests
+    if not tests.exists():
+        raise NotReady(f"the course tests of {module.id} ({module.course_tests}) are not in this "
+                       "checkout; the course is incomplete here (pull, or ask the instructor)")
+    return run_tests(catalog.root, module, [tests], ref_deps=ref_deps, sources=sources,
+                     implementation=implementation, pytest_args=pytest_args, capture=capture,
+                     catalog=catalog, timeout=timeout)
+
+
+def run_student_tests(
+    root: str | Path,
+    module: Module | str,
+    *,
+    ref_deps: bool = False,
+    sources: Mapping[str, str | Source] | None = None,
+    implementation: str = "student",
+    pytest_args: Sequence[str] = (),
+    capture: bool = False,
+    catalog: Catalog | None = None,
+    timeout: float | None = None,
+) -> TestRun:
+    """Run the student's own tests (catalog `student_tests`) on the chosen code."""
+    catalog = catalog or load_catalog(root)
+    module = catalog.get(module) if isinstance(module, str) else module
+    tests = Path(catalog.root) / module.student_tests
+    if not tests.exists():
+        raise NotReady(f"you have no tests for {module.id} yet: {module.student_tests} does not exist "
+                       f"(./ol start {module.id} creates it with a starter test)")
+    return run_tests(catalog.root, module, [tests], ref_deps=ref_deps, sources=sources,
+                     implementation=implementation, pytest_args=pytest_args, capture=capture,
+                     catalog=catalog, timeout=timeout)
+
+
+def run_tests(
+    root: str | Path,
+    module: Module,
+    test_paths: Iterable[str | Path],
+    *,
+    ref_deps: bool = False,
+    sources: Mapping[str, str | Source] | None = None,
+    implementation: str = "student",
+    pytest_args: Sequence[str] = (),
+    capture: bool = False,
+    catalog: Catalog | None = None,
+    timeout: float | None = None,
+) -> TestRun:
+    """Run pytest on `test_paths` with `module`'s code chosen as described above."""
+    root = Path(root).resolve()
+    catalog = catalog or load_catalog(root)
+    overlay = plan_overlay(root, module, catalog=catalog, implementation=implementation,
+                           ref_deps=ref_deps, sources=sources)
+    with tempfile.TemporaryDirectory(prefix="ol-run-") as tmp:
+        overlay_file, results_file = Path(tmp) / "overlay.json", Path(tmp) / "results.json"
+        overlay_file.write_text(json.dumps({n: s.to_json() for n, s in overlay.items()}), encoding="utf-8")
+        command = (
+            sys.executable, "-m", "pytest", *(str(p) for p in test_paths),
+            "-p", "ol.pytest_overlay", "-p", "ol.pytest_results", "-p", "no:cacheprovider",
+            "--rootdir", str(root), *pytest_args,
+        )
+        env = child_env(root, OL_OVERLAY=str(overlay_file), OL_RESULTS=str(results_file))
+        if capture:
+            done = subprocess.run(command, cwd=root, env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True, timeout=timeout)
+            output = done.stdout
+        else:
+            sys.stdout.flush()
+            done = subprocess.run(command, cwd=root, env=env, timeout=timeout)
+            output = ""
+        results = {"outcomes": [], "deselected": 0}
+        if results_file.exists():  # pytest may stop before writing it (a usage error)
+            results = json.loads(results_file.read_text(encoding="utf-8"))
+    return TestRun(
+        exit_code=done.returncode,
+        outcomes=tuple(TestOutcome(r["nodeid"], r["outcome"]) for r in results["outcomes"]),
+        output=output, deselected=results["deselected"], command=command,
+    )
+
+
+def plan_overlay(
+    root: str | Path,
+    module: Module,
+    *,
+    catalog: Catalog,
+    implementation: str = "student",
+    ref_deps: bool = False,
+    sources: Mapping[str, str | Source] | None = None,
+) -> dict[str, Source]:
+    """Where each module of the run comes from: {dotted name: Source}.
+
+    The module's own files from the student's tree (or the reference with
+    implementation="reference"); its needs closure from the student's tree,
+    or from the reference with ref_deps or implementation="reference"; then
+    `sources` replaces any of these (a bare string is shown as living at the
+    path it replaces).  Raises NotReady for missing student or reference files.
+    """
+    if implementation not in IMPLEMENTATIONS:
+        raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
+    root = Path(root).resolve()
+    sources = dict(sources or {})
+    reference = implementation == "reference"
+    closure = catalog.needs_closure(module)
+
+    not_python = [f for f in module.files if not f.endswith(".py")]
+    if not_python and not reference:
+        raise NotReady(f"the tests of {module.id} cannot run on your code yet: "
+                       f"{', '.join(STUDENT_TREE + '/' + f for f in not_python)} is not Python, and ol "
+                       "builds no other language; the module's chapter says how to build and test it")
+    missing_own = [f for f in module.files if f.endswith(".py") and dotted_name(f) not in sources
+                   and not reference and not (root / STUDENT_TREE / f).exists()]
+    if missing_own:
+        raise NotReady(f"{module.id} is not started: {', '.join(STUDENT_TREE + '/' + f for f in missing_own)} "
+                       f"does not exist. Run ./ol start {module.id} first.")
+    if not (ref_deps or reference):
+        unstarted = [m for m in closure if any(
+            not (root / STUDENT_TREE / f).exists() for f in m.files if dotted_name(f) not in sources)]
+        if unstarted:
+            raise NotReady(_needs_message(module, closure, unstarted))
+
+    plan: dict[str, Source] = {}
+    for owner in (*closure, module):
+        from_reference = reference or (owner is not module and ref_deps)
+        tree = REFERENCE_TREE if from_reference else STUDENT_TREE
+        for name, file in owner.module_names.items():
+            path = root / tree / file
+            if from_reference and not path.exists() and name not in sources:
+                raise NotReady(f"the reference for {owner.id} is missing: {tree}/{file} "
+                               "(the course is incomplete here; ask the instructor)")
+            plan[name] = Source.from_path(path)
+
+    for name, source in sources.items():
+        if isinstance(source, str):
+            replaced = plan.get(name)
+            origin = replaced.path if replaced is not None else str(root / STUDENT_TREE / (name.replace(".", "/") + ".py"))
+            source = Source.from_text(source, origin=origin)
+        plan[name] = source
+    return plan
+
+
+def child_env(root: str | Path, **extra: str) -> dict[str, str]:
+    """The environment of a child Python that must import this repository's
+    own `ol` and `tinyllm` first, whatever else is installed."""
+    root = Path(root).resolve()
+    env = dict(os.environ)
+    paths = [str(root / STUDENT_TREE)]
+    runner_tree = str(Path(__file__).resolve().parents[1])  # where this `ol` lives: the plugins
+    if runner_tree not in paths:
+        paths.append(runner_tree)
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["PYTHONSAFEPATH"] = "1"  # no cwd or script dir ahead of PYTHONPATH
+    env.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(root / ".ol" / "hypothesis"))
+    env.update(extra)
+    return env
+
+
+def _needs_message(module: Module, closure: Sequence[Module], unstarted: Sequence[Module]) -> str:
+    return (
+        f"{module.id} needs {_join([m.id for m in closure])}, and you have not started "
+        f"{_join([m.id for m in unstarted])}. Add --ref-deps to take the needs from the reference "
+        f"and test only your {module.id}:\n    ./ol tests {module.id} --ref-deps\n"
+        f"or build them first: ./ol start {unstarted[0].id}"
+    )
+
+
+def _join(items: Sequence[str]) -> str:
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
