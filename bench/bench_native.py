@@ -4,7 +4,8 @@
 
 RoPE on x [1, 32, 4096, 128] float32 (64 MiB), half layout, tables [4096, 64]
 from rope_cos_sin.  Contenders, alternated in one process (each round runs
-every one once, in a rotated order; the median round counts):
+every one once, in a rotated order; ratios are taken within each round and
+the median over rounds is reported):
 
     memcpy                 np.copyto of x into a preallocated array: the bandwidth limit
     tl_rope_f32 out=buf    the C, writing into a preallocated array
@@ -54,7 +55,7 @@ def numpy_rotate_half(x, cos2, sin2):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--shape", type=int, nargs=4, default=[1, 32, 4096, 128], metavar=("B", "H", "S", "D"))
     args = parser.parse_args()
     B, H, S, D = args.shape
@@ -79,10 +80,13 @@ def main() -> None:
 
     # the same numbers from every contender
     expected = tl_rope_f32(x, cos, sin)
+    def same_bits(a):
+        return np.array_equal(a.view(np.uint32), expected.view(np.uint32))
+
     agree = {
-        "numpy apply_rope (ref)": np.array_equal(apply_rope(Tensor(x), cos, sin).data.view(np.uint32), expected.view(np.uint32)),
-        "numpy rotate-half": np.array_equal(numpy_rotate_half(x, cos2, sin2).view(np.uint32), expected.view(np.uint32)),
-    }  # fmt: skip
+        "numpy apply_rope (ref)": same_bits(apply_rope(Tensor(x), cos, sin).data),
+        "numpy rotate-half": same_bits(numpy_rotate_half(x, cos2, sin2)),
+    }
 
     torch_note = ""
     try:
@@ -95,7 +99,7 @@ def main() -> None:
         cos_t, sin_t = torch.from_numpy(cos2)[None], torch.from_numpy(sin2)[None]  # [1, S, D], unsqueezed to heads
         contenders["torch HF apply_rotary (q,k)"] = (lambda: apply_rotary_pos_emb(q, q, cos_t, sin_t), 4 * nbytes)
         q_embed, _ = apply_rotary_pos_emb(q, q, cos_t, sin_t)
-        agree["torch HF apply_rotary (q,k)"] = np.array_equal(q_embed.numpy().view(np.uint32), expected.view(np.uint32))
+        agree["torch HF apply_rotary (q,k)"] = same_bits(q_embed.numpy())
         torch_note = (
             f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
             f"THP_MEM_ALLOC_ENABLE={os.environ.get('THP_MEM_ALLOC_ENABLE')}"
@@ -112,32 +116,41 @@ def main() -> None:
             contenders[name][0]()
             times[name].append(time.perf_counter() - start)
 
-    gbs = {name: contenders[name][1] / statistics.median(times[name]) / 1e9 for name in names}
-    print(f"tl_rope_f32 benchmark: x {[B, H, S, D]} float32 ({nbytes / 2**20:.1f} MiB), half layout, tables {list(cos.shape)}")
+    def per_byte_speed(name, other, k):  # how many times faster `name` moves its bytes than `other`, in round k
+        return (contenders[name][1] / times[name][k]) / (contenders[other][1] / times[other][k])
+
+    def side_by_side(name, other):  # the median over rounds of the ratio within each round
+        return statistics.median(per_byte_speed(name, other, k) for k in range(args.rounds))
+
+    memcpy = "memcpy (np.copyto)"
+    print(f"tl_rope_f32 benchmark: x {[B, H, S, D]} float32 ({nbytes / 2**20:.1f} MiB), half layout, "
+          f"tables {list(cos.shape)}")  # fmt: skip
     print(f"library {LIBRARY_PATH}")
     print(f"numpy {np.__version__}; {torch_note}")
-    print(f"{args.rounds} rounds, contenders alternated, median; GB/s = bytes of x-sized arrays read + written / time")
+    print(f"{args.rounds} rounds, contenders alternated; GB/s = bytes of x-sized arrays read + written / median time;")
+    print("vs memcpy = median over rounds of (GB/s / memcpy's GB/s in the same round)")
     print()
     print(f"{'contender':30s} {'median ms':>10s} {'GB/s':>7s} {'vs memcpy':>10s}  same bits as the C")
-    memcpy = gbs["memcpy (np.copyto)"]
     for name in names:
-        median_ms = statistics.median(times[name]) * 1e3
+        median = statistics.median(times[name])
         same = {True: "yes", False: "NO"}.get(agree.get(name), "")
-        print(f"{name:30s} {median_ms:10.2f} {gbs[name]:7.2f} {gbs[name] / memcpy:10.2f}  {same}")
+        print(f"{name:30s} {median * 1e3:10.2f} {contenders[name][1] / median / 1e9:7.2f} "
+              f"{side_by_side(name, memcpy):10.2f}  {same}")  # fmt: skip
 
-    of_memcpy = gbs["tl_rope_f32 out=buf"] / memcpy
-    over_reference = gbs["tl_rope_f32 out=None"] / gbs["numpy apply_rope (ref)"]
-    over_rotate_half = gbs["tl_rope_f32 out=None"] / gbs["numpy rotate-half"]
+    # Each comparison under the same conditions: preallocated output against preallocated,
+    # allocating against allocating.  (C contender, other contender, target, unit)
+    checks = [
+        ("tl_rope_f32 out=buf", memcpy, TARGET_OF_MEMCPY, "of the copy bandwidth"),
+        ("tl_rope_f32 out=None", "numpy apply_rope (ref)", TARGET_OVER_NUMPY, "x as fast"),
+        ("tl_rope_f32 out=None", "numpy rotate-half", TARGET_OVER_NUMPY, "x as fast"),
+    ]
+    if "torch HF apply_rotary (q,k)" in contenders:
+        checks.append(("tl_rope_f32 out=None", "torch HF apply_rotary (q,k)", None, "x as fast, per byte"))
     print()
-    print("ratios (both sides under the same conditions: preallocated vs preallocated, allocating vs allocating)")
-    print(f"  tl_rope_f32 out=buf  / memcpy             = {of_memcpy:5.2f} of the copy bandwidth   "
-          f"(target >= {TARGET_OF_MEMCPY}: {'met' if of_memcpy >= TARGET_OF_MEMCPY else 'NOT MET'})")  # fmt: skip
-    print(f"  tl_rope_f32 out=None / numpy apply_rope   = {over_reference:5.1f}x faster              "
-          f"(target >= {TARGET_OVER_NUMPY}: {'met' if over_reference >= TARGET_OVER_NUMPY else 'NOT MET'})")  # fmt: skip
-    print(f"  tl_rope_f32 out=None / numpy rotate-half  = {over_rotate_half:5.1f}x faster              "
-          f"(target >= {TARGET_OVER_NUMPY}: {'met' if over_rotate_half >= TARGET_OVER_NUMPY else 'NOT MET'})")  # fmt: skip
-    if "torch HF apply_rotary (q,k)" in gbs:
-        print(f"  tl_rope_f32 out=None / torch HF (per byte) = {gbs['tl_rope_f32 out=None'] / gbs['torch HF apply_rotary (q,k)']:5.1f}x")
+    for name, other, target, unit in checks:
+        ratio = side_by_side(name, other)
+        verdict = "" if target is None else f"target >= {target}: {'met' if ratio >= target else 'NOT MET'}"
+        print(f"  {name + ' / ' + other:52s} {ratio:6.2f} {unit:22s} {verdict}")
 
 
 if __name__ == "__main__":

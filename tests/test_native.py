@@ -115,7 +115,10 @@ def test_the_sanitizer_build_reports_an_off_by_one_in_the_kernel(tmp_path):
 
 
 def test_the_sanitizer_build_reports_undefined_behaviour(tmp_path):
-    overflow = "#include <limits.h>\nint main(int argc, char **argv) { (void)argv; int i = INT_MAX; i += argc; return i == 0; }\n"
+    overflow = (
+        "#include <limits.h>\n"
+        "int main(int argc, char **argv) { (void)argv; int i = INT_MAX; i += argc; return i == 0; }\n"
+    )
     run = sanitized_run(tmp_path, KERNEL.read_text(), driver_source=overflow)
     assert run.returncode != 0 and "runtime error:" in run.stderr, (
         "signed overflow passed under UBSan with these flags: the sanitizer run proves nothing\n" + run.stderr
@@ -250,5 +253,7 @@ def test_l9_6_course_tests_pass_on_the_reference():
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(REPO / "course" / "tests" / "L9.6")],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
-    assert run.returncode == 0, f"course/tests/L9.6 failed on the reference:\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}"
+    assert run.returncode == 0, (
+        f"course/tests/L9.6 failed on the reference:\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}"
+    )
     assert " passed" in run.stdout and "skipped" not in run.stdout, run.stdout[-2000:]

@@ -31,7 +31,10 @@ def _library_path() -> str:
     override = os.environ.get("TINYLLM_NATIVE_LIB")
     if override:
         if not os.path.isfile(override):
-            raise ImportError(f"TINYLLM_NATIVE_LIB={override!r} is not a file; unset it or point it at a built tl_rope.c")
+            raise ImportError(
+                f"TINYLLM_NATIVE_LIB={override!r} is not a file; unset it, or point it at a shared library "
+                "built from a tl_rope.c (cc -std=c99 -O3 -ffp-contract=off -fPIC -shared ...)"
+            )
         return override
     spec = importlib.util.find_spec(_EXTENSION)
     if spec is None or not spec.origin or not os.path.isfile(spec.origin):

@@ -47,6 +47,7 @@ static int64_t table_row(int64_t i, int ndim, const int64_t *row_shape, const in
 int tl_rope_f32(float *out, const float *x, const float *cos, const float *sin,
                 int ndim, const int64_t *row_shape, const int64_t *table_stride,
                 int64_t head_dim, int64_t rotary_dim, int layout, int inverse) {
+    // out and x are (n, head_dim); cos and sin are (T, h); row i of x uses table row t(i)
     if (!out || !x || !cos || !sin) return TL_ROPE_ERR_NULL;
     if (ndim > 0 && (!row_shape || !table_stride)) return TL_ROPE_ERR_NULL;
     if (head_dim < 2 || rotary_dim < 2 || rotary_dim > head_dim || rotary_dim % 2 != 0) return TL_ROPE_ERR_DIM;
