@@ -28,7 +28,7 @@ from typing import TextIO
 from ol.catalog import CATALOG_PATH, Catalog, Module, load_catalog
 from ol.errors import OlError
 from ol.runner import NotReady, TestRun, plan_overlay, run_course_tests, run_student_tests
-from ol.state import CHECKED, PASSING, STARTED, StateStore
+from ol.state import PASSING, STARTED, StateStore
 from ol.workspace import BACKUP_DIR, reset_module, reference_diff, start_module
 
 OK, FAILED, USAGE = 0, 1, 2
@@ -184,7 +184,7 @@ def _start(args, ctx: Context) -> int:
             "",
             f"{module.id} needs {', '.join(module.needs)}; not finished yet: "
             + ", ".join(f"{m.id} ({state})" for m, state in unfinished) + ".",
-            f"Test with the reference's versions of them meanwhile (--ref-deps, as below), "
+            f"Meanwhile, test with the reference's versions (--ref-deps, as below), "
             f"or finish them first: {ctx.ol} start {unfinished[0][0].id}",
         )
     ctx.say(
@@ -197,7 +197,7 @@ def _start(args, ctx: Context) -> int:
         f"run them: {ctx.ol} tests {module.id} --mine{ref}",
     )
     if module.grading:
-        ctx.say(f"  5. grade your tests        {ctx.ol} check {module.id}")
+        ctx.say(f"  5. grade your tests        {ctx.ol} check {module.id}{ref}")
     ctx.say(f"  {6 if module.grading else 5}. see the reference       {ctx.ol} diff {module.id}{ref}")
     return OK
 
@@ -255,7 +255,7 @@ def _tests(args, ctx: Context) -> int:
         ctx.say(
             f"Next: write your own tests in {ctx.show(module.student_tests + '/')} "
             f"(run them: {ctx.ol} tests {module.id} --mine{ref})"
-            + (f", grade them: {ctx.ol} check {module.id}" if module.grading else "")
+            + (f", grade them: {ctx.ol} check {module.id}{ref}" if module.grading else "")
             + f"; see the reference: {ctx.ol} diff {module.id}{ref}"
         )
     elif not run.ok:
@@ -342,7 +342,7 @@ def _diff(args, ctx: Context) -> int:
         failing = _some(run.failed) or "see ./ol tests"
         hint = ""
         if not args.ref_deps and module.needs and _unfinished_needs(ctx, module):
-            hint = f" If the failures come from unfinished needs, add --ref-deps."
+            hint = " If the failures come from unfinished needs, add --ref-deps."
         print(
             f"ol: diff refused: the course tests of {module.id} do not pass now "
             f"({len(run.failed)} failing: {failing}). The reference is shown only once your own "
@@ -390,7 +390,7 @@ def _list(args, ctx: Context) -> int:
         if status.ref_deps and status.at_least(PASSING):
             marks.append("*")
             notes.add("* with the needs from the reference (--ref-deps)")
-        if status.edited_since and status.at_least(STARTED):
+        if status.edited_since and status.at_least(PASSING):
             marks.append("+")
             notes.add("+ your files changed since (run ./ol tests again to update)")
         if status.missing:
@@ -431,7 +431,7 @@ def _reset(args, ctx: Context) -> int:
     result = reset_module(ctx.root, module)
     ctx.store.record(module, STARTED)
     if result.backup_dir:
-        ctx.say(f"Saved your files before replacing them:")
+        ctx.say("Saved your files before replacing them:")
         for rel in result.backed_up:
             ctx.say(f"  {ctx.show(rel)}  ->  {ctx.show(result.backup_dir + '/' + rel)}")
         ctx.say(f"backup: {ctx.show(result.backup_dir)}")

@@ -15,9 +15,11 @@ ol.pytest_overlay); it never copies or edits a file.
 
 The child is `python -m pytest` with PYTHONPATH=<root>/python first, so the
 repository's own tree wins over any installed copy, cwd=<root>, and no
-writes into the repository: `-p no:cacheprovider`, and Hypothesis keeps its
+writes into the repository: `-p no:cacheprovider` (.pytest_cache),
+`-p no:benchmark` (pytest-benchmark's .benchmarks), and Hypothesis keeps its
 example database in <root>/.ol/hypothesis (gitignored) unless
-HYPOTHESIS_STORAGE_DIRECTORY is already set.
+HYPOTHESIS_STORAGE_DIRECTORY is already set.  (Python's own __pycache__
+folders, gitignored, are the one exception.)
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class NotReady(OlError):
 class TestOutcome:
     """One test's result, as pytest reported it."""
 
+    __test__ = False  # not a pytest test class, despite its name
+
     nodeid: str    # "course/tests/L7.3/test_rope.py::test_validation[odd]"
     outcome: str   # "passed", "failed", "skipped" or "error"
 
@@ -69,6 +73,8 @@ class TestRun:
     (e.g. a test file failed to import), 3 internal error, 4 usage error,
     5 no tests collected.
     """
+
+    __test__ = False
 
     exit_code: int
     outcomes: tuple[TestOutcome, ...] = ()
@@ -178,7 +184,8 @@ def run_tests(
         overlay_file.write_text(json.dumps({n: s.to_json() for n, s in overlay.items()}), encoding="utf-8")
         command = (
             sys.executable, "-m", "pytest", *(str(p) for p in test_paths),
-            "-p", "ol.pytest_overlay", "-p", "ol.pytest_results", "-p", "no:cacheprovider",
+            "-p", "ol.pytest_overlay", "-p", "ol.pytest_results",
+            "-p", "no:cacheprovider", "-p", "no:benchmark",  # neither may write into the repository
             "--rootdir", str(root), *pytest_args,
         )
         env = child_env(root, OL_OVERLAY=str(overlay_file), OL_RESULTS=str(results_file))
