@@ -128,6 +128,8 @@ def check_module(
     with tempfile.TemporaryDirectory(prefix="ol-check-") as work:
         suite = _private_suite(root, catalog, module, tests, Path(work))
         stages = _stages(root, grading, mutants, time_limit)
+        if on_event is not None:
+            on_event({"event": "plan", "runs": sum(len(stage.jobs) for stage in stages)})
         try:
             run = sandbox.run_stages(suite, stages, workers=workers, time_limit=time_limit, on_event=on_event)
         except sandbox.SuiteProblem as problem:
@@ -224,3 +226,23 @@ def _retry_without_grafting(suite: sandbox.Suite, run: sandbox.RunResult, stages
     for key, verdict in list(run.verdicts.items()):
         if verdict.status == sandbox.ERROR:
             run.verdicts[key] = sandbox.fresh_verdict(suite, jobs[key], run_all=False, time_limit=time_limit)
+
+
+def equivalent_verdicts(root: Path, module_id: str, *, tests: Path, workers: int = 2, time_limit: float = 60.0) -> list[str]:
+    """Ids of the module's reviewed equivalent mutants that `tests` catch
+    (`ol verify` runs the model answer: a caught one is not equivalent)."""
+    root = Path(root).resolve()
+    catalog = load_catalog(root)
+    module = catalog.get(module_id)
+    grading = module.grading
+    mutants = build_mutant_set(root / REFERENCE_TREE / grading.target, root / grading.pitfalls, root / grading.equivalent)
+    if not mutants.equivalent:
+        return []
+    with tempfile.TemporaryDirectory(prefix="ol-verify-") as work:
+        suite = _private_suite(root, catalog, module, Path(tests), Path(work))
+        stages = [
+            sandbox.Stage((sandbox.Job(REFERENCE_KEY),), run_all_tests=True, stop_unless_all_pass=True, time_limit=time_limit),
+            sandbox.Stage(tuple(sandbox.Job(m.id, m.source) for m in mutants.equivalent)),
+        ]
+        run = sandbox.run_stages(suite, stages, workers=workers, time_limit=time_limit)
+    return [m.id for m in mutants.equivalent if run.verdicts.get(m.id) is not None and run.verdicts[m.id].killed]

@@ -25,6 +25,7 @@ and no test can start a subprocess.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -198,6 +199,7 @@ class _Collector:
         self.workers, self.fallback_limit = max(1, workers), fallback_limit
         self.collect_errors: list[str] = []
         self.reference_seconds: float | None = None
+        self.kills: dict[str, int] = {}   # test node id -> variants it was first to fail
 
     def pytest_collectreport(self, report) -> None:
         if report.failed:
@@ -212,6 +214,7 @@ class _Collector:
             _send(self.out, {"event": "problem", "reason": "empty", "detail": "pytest collected no tests"})
             return True
         _send(self.out, {"event": "collected", "tests": [item.nodeid for item in items]})
+        gc.freeze()  # forked workers then share the collected suite's pages instead of copying them
         for number, stage in enumerate(self.stages):
             verdicts = self._run_stage(stage, items)
             if number == 0 and verdicts:
@@ -220,6 +223,14 @@ class _Collector:
                 _send(self.out, {"event": "stopped", "stage": number})
                 return True
         return True
+
+    def _ordered(self, items, stage: Stage) -> list:
+        """Tests that caught the most variants so far run first (a mutant is
+        usually caught by the same few tests); a stable sort keeps file order
+        otherwise, and runs that report every failure keep it entirely."""
+        if stage.run_all_tests or not self.kills:
+            return items
+        return sorted(items, key=lambda item: -self.kills.get(item.nodeid, 0))
 
     def _limit(self, stage: Stage) -> float:
         if stage.time_limit is not None:
@@ -236,6 +247,8 @@ class _Collector:
 
         def done(verdict: Verdict) -> None:
             verdicts.append(verdict)
+            if verdict.killed and verdict.failed:
+                self.kills[verdict.failed[0]] = self.kills.get(verdict.failed[0], 0) + 1
             _send(self.out, {"event": "verdict", **verdict.__dict__})
 
         while pending or running:
@@ -245,7 +258,7 @@ class _Collector:
                 pid = os.fork()
                 if pid == 0:
                     os.close(read_fd)
-                    _worker(self.suite, job, items, write_fd, stage.run_all_tests)
+                    _worker(self.suite, job, self._ordered(items, stage), write_fd, stage.run_all_tests)
                 os.close(write_fd)
                 running[read_fd] = _Watch(job.key, pid, read_fd, limit)
             wait = max(0.0, min(w.deadline for w in running.values()) - time.monotonic())

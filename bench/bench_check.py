@@ -1,0 +1,97 @@
+"""`ol check L7.3` beside `mutmut run`, on the same reference rope.py and the
+same suite (the instructor's model answer), alternated in one run.
+
+    python bench/bench_check.py [--rounds 3]
+
+Both graders run as the student would start them, from their own scratch
+copies:
+  ol check    a copy of the repository whose student tree holds the reference
+              rope.py and the model answer; `./ol check L7.3 --ref-deps`
+              (course tests first, then the reference, the alternate, 7
+              pitfalls and every counted generated mutant, module-level ones
+              included);
+  mutmut run  a scratch project with the reference tinyllm tree and the same
+              suite; `mutmut run` from an empty mutants/ cache each round
+              (function-level mutants only: it cannot run the others).
+Prints each round's wall times and the median ratio ol / mutmut.  The machine
+is shared: only the ratio, measured side by side, means much.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT / "course" / "reference" / "python"
+MODEL_ANSWER = REFERENCE / "tests" / "l7-3-rope"
+
+
+def ol_workspace(scratch: Path) -> Path:
+    """A copy of the repository's tracked files with a finished student tree."""
+    repo = scratch / "repo"
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, check=True,
+                           capture_output=True, text=True).stdout.split()
+    for name in files:
+        if (ROOT / name).is_file():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, repo / name)
+    shutil.copy2(REFERENCE / "tinyllm/modern/rope.py", repo / "python/tinyllm/modern/rope.py")
+    shutil.copytree(MODEL_ANSWER, repo / "python/tests/l7-3-rope", dirs_exist_ok=True)
+    return repo
+
+
+def mutmut_project(scratch: Path) -> Path:
+    """The reference tinyllm tree and the same suite, configured for mutmut."""
+    project = scratch / "mutmut"
+    shutil.copytree(REFERENCE / "tinyllm", project / "tinyllm", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(MODEL_ANSWER, project / "tests" / "l7-3-rope", ignore=shutil.ignore_patterns("__pycache__"))
+    (project / "pyproject.toml").write_text(
+        '[tool.mutmut]\n'
+        'source_paths = ["tinyllm/"]\n'
+        'only_mutate = ["tinyllm/modern/rope.py"]\n'
+        'pytest_add_cli_args_test_selection = ["tests/l7-3-rope/"]\n'
+    )
+    return project
+
+
+def timed(command: list[str], cwd: Path, env: dict, ok: tuple[int, ...] = (0,)) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode not in ok:
+        sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    with tempfile.TemporaryDirectory(prefix="bench-check-") as tmp:
+        scratch = Path(tmp)
+        repo, project = ol_workspace(scratch), mutmut_project(scratch)
+        # warm both once: compiled bytecode, ol's mutant cache, mutmut's imports
+        timed([str(repo / "ol"), "check", "L7.3", "--ref-deps"], repo, env)
+        timed([sys.executable, "-m", "mutmut", "run"], project, env)
+        ol_times, mutmut_times = [], []
+        for number in range(1, args.rounds + 1):
+            ol_times.append(timed([str(repo / "ol"), "check", "L7.3", "--ref-deps"], repo, env))
+            shutil.rmtree(project / "mutants", ignore_errors=True)
+            mutmut_times.append(timed([sys.executable, "-m", "mutmut", "run"], project, env))
+            print(f"round {number}: ol check {ol_times[-1]:6.2f} s   mutmut run {mutmut_times[-1]:6.2f} s   "
+                  f"ratio {ol_times[-1] / mutmut_times[-1]:.2f}")
+    ratio = statistics.median(o / m for o, m in zip(ol_times, mutmut_times))
+    print(f"median ratio ol check / mutmut run: {ratio:.2f}  (target <= 0.40)")
+
+
+if __name__ == "__main__":
+    main()

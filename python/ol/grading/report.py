@@ -1,0 +1,107 @@
+"""A CheckResult as the student reads it: terminal text, or one JSON object.
+
+Pitfalls are shown by misconception and symptom, never by their diff (the
+point is to find the bug, not to be told it); surviving generated mutants are
+shown with their diff and the function they live in.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from dataclasses import asdict
+
+from ol.grading.check import CheckResult
+
+JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
+               "reason", "problems", "excluded", "seconds")
+
+
+def to_json(result: CheckResult) -> str:
+    """The result as one JSON object (the fields of JSON_FIELDS)."""
+    data = asdict(result)
+    return json.dumps({key: data[key] for key in JSON_FIELDS}, indent=2)
+
+
+def to_text(result: CheckResult) -> str:
+    """The result as the terminal shows it."""
+    lines: list[str] = []
+    if result.reason is not None:
+        lines.append(f"ol check {result.module}: NOT GRADED: {result.reason}")
+        lines.extend(f"  {problem}" for problem in result.problems)
+        return "\n".join(lines) + "\n"
+
+    verdict = "PASSED" if result.passed else "NOT PASSED"
+    lines.append(
+        f"ol check {result.module}: your tests catch {result.killed} of {result.counted} faults: "
+        f"score {result.score:.2f} (threshold {result.threshold:.2f}), "
+        f"{sum(p.killed for p in result.pitfalls)} of {len(result.pitfalls)} pitfalls: {verdict}"
+    )
+    lines.append("")
+    lines.append("Pitfalls (each one must be caught):")
+    for pitfall in result.pitfalls:
+        mark = "caught " if pitfall.killed else "MISSED "
+        lines.append(f"  {mark} {pitfall.id}  {pitfall.misconception}")
+        if not pitfall.killed:
+            lines.append(_indent(f"symptom: {pitfall.symptom}", 12))
+    if result.survivors:
+        lines.append("")
+        lines.append(f"Surviving mutants ({len(result.survivors)}): changes to the reference that none of your tests notices.")
+        for number, survivor in enumerate(result.survivors, start=1):
+            lines.append(f"  {number}. in {survivor.function}  [{survivor.id}]")
+            lines.append(_indent(survivor.diff, 7))
+    if not result.passed:
+        lines.append("")
+        missing = [p.id for p in result.pitfalls if not p.killed]
+        advice = []
+        if result.score is not None and result.score < result.threshold:
+            advice.append(f"catch at least {_needed(result)} more of the surviving mutants")
+        if missing:
+            advice.append(f"catch pitfall{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        lines.append("To pass: " + " and ".join(advice) + ". Write a test that fails on the change, then ./ol check again.")
+    excluded = result.excluded
+    lines.append("")
+    lines.append(
+        f"Not counted: {excluded.get('message_only', 0)} mutants that change only an error message, "
+        f"{excluded.get('equivalent', 0)} reviewed equivalent mutants.  ({result.seconds:.1f} s)"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _needed(result: CheckResult) -> int:
+    import math
+
+    return max(0, math.ceil(result.threshold * result.counted - 1e-9) - result.killed)
+
+
+def _indent(text: str, spaces: int) -> str:
+    return textwrap.indent(text, " " * spaces)
+
+
+class ProgressBar:
+    """`on_event` for check_module: a one-line bar on stderr while mutants run
+    (nothing when stderr is not a terminal)."""
+
+    def __init__(self, total: int, stream=None, width: int = 30):
+        self.total, self.width = max(total, 1), width
+        self.stream = stream or sys.stderr
+        self.done = self.killed = 0
+        self.active = self.stream.isatty()
+
+    def __call__(self, event: dict) -> None:
+        if event.get("event") == "plan":
+            self.total = max(event["runs"], 1)
+        if not self.active or event.get("event") != "verdict":
+            return
+        self.done += 1
+        self.killed += event.get("status") in ("failed", "timeout", "crashed")
+        filled = int(self.width * min(self.done, self.total) / self.total)
+        self.stream.write(f"\r  grading [{'#' * filled}{'.' * (self.width - filled)}] "
+                          f"{self.done}/{self.total} runs, {self.killed} caught")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.active and self.done:
+            self.stream.write("\r" + " " * (self.width + 50) + "\r")
+            self.stream.flush()

@@ -1,0 +1,163 @@
+"""`ol verify MODULE`: the instructor's check that a module is sound.
+
+    every module   the reference passes its course tests; a fresh stub (from
+                   the contract) fails every one of them
+    graded module  each alternate passes the course tests; each pitfall fails
+                   the course tests it names; the model-answer suite grades
+                   1.0 with every pitfall caught; the reviewed equivalent list
+                   still matches what mutmut generates, and the model answer
+                   kills none of them (else they are not equivalent)
+
+A change to the reference that breaks any of this is reported, never
+silently absorbed.  Runs nothing inside the student's tree.
+"""
+
+from __future__ import annotations
+
+import argparse
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ol.catalog import REFERENCE_TREE, Module, dotted_name, load_catalog
+from ol.errors import OlError
+
+OK, FAILED = 0, 1
+
+
+@dataclass
+class VerifyResult:
+    module: str
+    ok_lines: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def check(self, condition: bool, good: str, bad: str) -> None:
+        (self.ok_lines if condition else self.problems).append(good if condition else bad)
+
+
+def verify_module(root: Path, module_id: str, *, workers: int = 2) -> VerifyResult:
+    """Every check above for one module; problems are listed, not raised."""
+    from ol.runner import run_course_tests
+    from ol.workspace import fresh_stubs
+
+    root = Path(root).resolve()
+    catalog = load_catalog(root)
+    module = catalog.get(module_id)
+    result = VerifyResult(module.id)
+    if any(not f.endswith(".py") for f in module.files):
+        result.ok_lines.append(f"{module.id} is not a Python module: its course tests run in the kit's tests")
+        return result
+
+    def course_tests(sources=None):
+        return run_course_tests(root, module, implementation="reference", sources=sources, capture=True, catalog=catalog)
+
+    stubs = {dotted_name(f): text for f, text in fresh_stubs(root, module).items()}
+    graded = module.grading
+    jobs = {"reference": None, "stub": stubs}
+    if graded:
+        from ol.grading.mutants import load_pitfalls
+
+        target = dotted_name(graded.target)
+        reference_text = (root / REFERENCE_TREE / graded.target).read_text()
+        try:
+            pitfalls = load_pitfalls(root / graded.pitfalls, reference_text, f"{REFERENCE_TREE}/{graded.target}")
+        except OlError as error:
+            pitfalls = []
+            result.problems.append(str(error))
+        for pitfall in pitfalls:
+            jobs[f"pitfall {pitfall.id}"] = {target: pitfall.source}
+        for number, path in enumerate(graded.alternates, start=1):
+            jobs[f"alternate {number}"] = {target: (root / path).read_text()}
+    with ThreadPoolExecutor(max_workers=workers) as pool:  # each run is its own pytest process
+        runs = dict(zip(jobs, pool.map(course_tests, jobs.values())))
+
+    reference = runs.pop("reference")
+    result.check(reference.ok, f"the reference passes the {len(reference.passed)} course tests",
+                 f"the reference FAILS course tests: {', '.join(reference.failed) or reference.output[-2000:]}")
+    stub = runs.pop("stub")
+    stub_passing = stub.passed
+    result.check(not stub_passing and stub.exit_code != 0, f"a fresh stub fails every course test ({len(stub.failed)})",
+                 f"a fresh stub PASSES course tests {', '.join(stub_passing)}: they test nothing the stub lacks")
+    for name, run in runs.items():
+        if name.startswith("alternate"):
+            result.check(run.ok, f"{name} ({graded.alternates[int(name.split()[1]) - 1]}) passes the course tests",
+                         f"{name} FAILS course tests: {', '.join(run.failed)}")
+    if graded:
+        for pitfall in pitfalls:
+            run = runs[f"pitfall {pitfall.id}"]
+            failed = {name.split("[")[0] for name in run.failed}
+            missed = [test for test in pitfall.caught_by if test not in failed]
+            result.check(not missed, f"pitfall {pitfall.id} fails {', '.join(pitfall.caught_by)}",
+                         f"pitfall {pitfall.id} is NOT caught by {', '.join(missed)} (it fails: "
+                         f"{', '.join(sorted(failed)) or 'nothing'})")
+        _verify_grading(root, module, result, workers)
+    return result
+
+
+def _verify_grading(root: Path, module: Module, result: VerifyResult, workers: int) -> None:
+    from ol.grading.check import check_module, equivalent_verdicts
+    from ol.grading.mutants import build_mutant_set
+
+    grading = module.grading
+    mutants = build_mutant_set(root / REFERENCE_TREE / grading.target, root / grading.pitfalls, root / grading.equivalent)
+    for entry in mutants.stale_equivalents:
+        result.problems.append(
+            f"{grading.equivalent}: {entry.id} ({entry.function}) is no longer generated by mutmut from "
+            f"{REFERENCE_TREE}/{grading.target}: the reference changed; review the list (ids of the current "
+            "survivors of the model answer are printed by ol check on it)"
+        )
+    answer = root / grading.model_answer
+    check = check_module(root, module.id, tests=answer, course_tests=False, workers=workers)
+    if check.reason:
+        result.problems.append(f"the model answer ({grading.model_answer}) is not graded: {check.reason}: "
+                               + "; ".join(check.problems))
+        return
+    missed = [p.id for p in check.pitfalls if not p.killed]
+    result.check(
+        check.killed == check.counted and not missed,
+        f"the model answer scores {check.score:.2f} ({check.killed}/{check.counted}, every pitfall caught)",
+        f"the model answer scores {check.score:.3f} ({check.killed}/{check.counted}); pitfalls missed: "
+        f"{', '.join(missed) or 'none'}; surviving mutants: "
+        + "; ".join(f"{s.id}\n{s.diff}" for s in check.survivors),
+    )
+    killed = equivalent_verdicts(root, module.id, tests=answer, workers=workers)
+    result.check(
+        not killed,
+        f"none of the {len(mutants.equivalent)} reviewed equivalent mutants is caught by the model answer",
+        f"{grading.equivalent} lists mutants the model answer CATCHES, so they are not equivalent: "
+        + ", ".join(killed),
+    )
+
+
+# ---- the command line ---------------------------------------------------------------
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Instructor: check a module end to end: the reference passes its course tests, a fresh stub "
+        "fails them, each pitfall fails the tests it names, the model answer grades 1.0, and the "
+        "reviewed equivalent mutants still match what mutmut generates. Exit 0 sound, 1 a problem."
+    )
+    parser.add_argument("module", metavar="MODULE", nargs="?", help="a module id (default: every module)")
+
+
+def run(args: argparse.Namespace, ctx) -> int:
+    import os
+
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
+    modules = [ctx.module(args.module)] if args.module else list(ctx.catalog.modules)
+    status = OK
+    for module in modules:
+        outcome = verify_module(ctx.root, module.id)
+        print(f"ol verify {module.id}: {'sound' if outcome.ok else 'PROBLEMS'}", file=ctx.out)
+        for line in outcome.ok_lines:
+            print(f"  ok       {line}", file=ctx.out)
+        for line in outcome.problems:
+            print(f"  PROBLEM  {line}", file=ctx.out)
+        status = status if outcome.ok else FAILED
+    return status
