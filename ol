@@ -18,7 +18,11 @@ PYTHON_TREE = os.path.join(ROOT, "python")
 
 # Drop the entries that could shadow the repository's own packages: the
 # script's directory (as invoked and as resolved) and the current directory.
-_shadows = {"", ".", os.getcwd(), ROOT, os.path.dirname(os.path.abspath(__file__))}
+try:
+    _cwd = os.getcwd()
+except FileNotFoundError:  # the current directory was deleted
+    _cwd = ""
+_shadows = {"", ".", _cwd, ROOT, os.path.dirname(os.path.abspath(__file__))}
 sys.path[:] = [PYTHON_TREE] + [p for p in sys.path if p not in _shadows and p != PYTHON_TREE]
 for _name in [n for n in sys.modules if n == "ol" or n.startswith("ol.")]:
     del sys.modules[_name]  # a site hook may have imported another ol

@@ -91,7 +91,10 @@ class Context:
         """A repository path (relative to the root) as the user should type it
         from where they are: relative inside the repository, absolute outside."""
         path = self.root / rel
-        cwd = Path.cwd().resolve()
+        try:
+            cwd = Path.cwd().resolve()
+        except FileNotFoundError:  # the current directory was deleted
+            cwd = Path("/")
         if cwd == self.root or self.root in cwd.parents:
             shown = os.path.relpath(path, cwd)
             return shown + ("/" if rel.endswith("/") else "")
