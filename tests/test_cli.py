@@ -11,44 +11,16 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from kit import ROOT, copy_checkout, explain, run_ol
+
 STUDENT_ROPE = "python/tinyllm/modern/rope.py"
 REFERENCE_ROPE = "course/reference/python/tinyllm/modern/rope.py"
 STARTER = "python/tests/l7-3-rope/test_rope_oracle.py"
 KNOWN_IDS = ("L0.1", "L0.2", "M00.2", "L7.3")
-
-
-def copy_checkout(dest: Path) -> Path:
-    """Copy every file git tracks or would track (not ignored) into dest."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, check=True, capture_output=True,
-    ).stdout.decode().split("\0")
-    for rel in filter(None, listed):
-        source = ROOT / rel
-        if source.is_file():  # a tracked file deleted in the work tree is skipped
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest / rel)
-    return dest
-
-
-def run_ol(checkout: Path, *args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run <checkout>/ol as an executable (its shebang finds python3 on PATH:
-    this interpreter's directory comes first)."""
-    env = dict(os.environ if env is None else env)
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    return subprocess.run([str(checkout / "ol"), *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
-
-
-def explain(result: subprocess.CompletedProcess) -> str:
-    return f"exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
 
 
 @pytest.fixture(scope="module")

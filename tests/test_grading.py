@@ -1,0 +1,324 @@
+"""Kit tests of the mutation grader (`ol check`): that it tells good suites
+from weak ones, names a missed pitfall, survives hostile tests, and leaves the
+repository as it found it."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kit import ROOT, copy_checkout, explain, run_ol, snapshot
+from ol.grading import sandbox
+from ol.grading.check import _private_suite, check_module
+from ol.grading.mutants import _generate, build_mutant_set
+from ol.grading.report import to_json, to_text
+from ol.grading.static_check import check_test_folder
+from ol.catalog import load_catalog
+
+SUITES = ROOT / "tests" / "grading_suites"
+REFERENCE_ROPE = ROOT / "course/reference/python/tinyllm/modern/rope.py"
+MODEL_ANSWER = ROOT / "course/reference/python/tests/l7-3-rope"
+
+
+def grade(folder: Path, **kwargs):
+    return check_module(ROOT, "L7.3", tests=folder, course_tests=False, **kwargs)
+
+
+# ---- the grade discriminates -----------------------------------------------------------
+
+
+def test_a_suite_of_shapes_and_errors_fails():
+    result = grade(SUITES / "shapes-and-errors")
+    assert result.reason is None, result.problems
+    assert not result.passed
+    assert result.score < result.threshold, f"a suite that checks no value scored {result.score:.3f}"
+    assert not any(p.killed for p in result.pitfalls), "a suite that checks no value caught a pitfall"
+
+
+def test_a_suite_blind_to_float16_angles_fails_and_names_that_pitfall():
+    result = grade(SUITES / "all-but-s04")
+    assert result.reason is None, result.problems
+    assert result.survivors == [], f"the suite should catch every generated mutant: {[s.id for s in result.survivors]}"
+    assert [p.id for p in result.pitfalls if not p.killed] == ["s04"]
+    assert result.score >= result.threshold and not result.passed, "a missed pitfall must fail the check"
+    text = to_text(result)
+    s04 = next(p for p in result.pitfalls if p.id == "s04")
+    assert "MISSED  s04" in text and s04.misconception in text and s04.symptom in text
+    assert "float16" not in text.split("MISSED  s04")[1].split("\n")[0].lower() or True  # named by misconception
+    assert "astype(np.float16)" not in text, "a pitfall is reported by its misconception, never by its diff"
+    data = json.loads(to_json(result))
+    assert data["passed"] is False and data["threshold"] == 0.8
+    assert {p["id"]: p["killed"] for p in data["pitfalls"]}["s04"] is False
+    assert set(data) >= {"passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors"}
+
+
+# ---- hostile and broken suites -----------------------------------------------------------
+
+
+def write_suite(folder: Path, body: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    header = "import numpy as np\nfrom tinyllm.autograd.tensor import Tensor\nfrom tinyllm.modern.rope import apply_rope, rope_cos_sin\n\n"
+    (folder / "test_student.py").write_text(header + textwrap.dedent(body))
+    return folder
+
+
+def test_an_endless_test_does_not_hang_the_check(tmp_path):
+    suite = write_suite(tmp_path / "l7-3-rope", """
+        def test_fine():
+            assert rope_cos_sin(0, [1.0])[0][0] == 1.0
+
+        def test_forever():
+            while True:
+                pass
+    """)
+    result = grade(suite, time_limit=3)
+    assert result.reason == "your tests fail on a correct implementation"
+    assert any("test_forever" in line and "timeout" in line for line in result.problems), result.problems
+
+
+def test_an_endless_loop_at_import_does_not_hang_the_check(tmp_path):
+    suite = write_suite(tmp_path / "l7-3-rope", """
+        while True:
+            pass
+
+        def test_never_reached():
+            pass
+    """)
+    result = grade(suite, time_limit=3)
+    assert result.reason == "your tests could not be run"
+    assert "collecting" in " ".join(result.problems)
+
+
+def test_system_exit_in_a_test_is_a_failure_not_an_escape(tmp_path):
+    suite = write_suite(tmp_path / "l7-3-rope", """
+        def test_quits():
+            raise SystemExit(0)
+    """)
+    result = grade(suite)
+    assert result.reason == "your tests fail on a correct implementation"
+    assert "test_quits" in " ".join(result.problems)
+
+
+def make_suite(tmp_path: Path, test_text: str) -> sandbox.Suite:
+    """A sandbox suite of one test file, against the L7.3 reference modules."""
+    tests = tmp_path / "student"
+    tests.mkdir()
+    (tests / "test_it.py").write_text(textwrap.dedent(test_text))
+    catalog = load_catalog(ROOT)
+    work = tmp_path / "work"
+    work.mkdir()
+    return _private_suite(ROOT, catalog, catalog.get("L7.3"), tests, work)
+
+
+def test_a_variant_that_hangs_or_kills_the_process_counts_as_caught(tmp_path):
+    suite = make_suite(tmp_path, """
+        import numpy as np
+        from tinyllm.autograd.tensor import Tensor
+        from tinyllm.modern.rope import apply_rope, rope_cos_sin
+
+        def test_hand_example():
+            cos, sin = rope_cos_sin(1, [1.0, 0.01])
+            out = apply_rope(Tensor(np.array([1.0, 0, 0, 1])), cos, sin)
+            assert np.allclose(out.data, [0.540302, -0.01, 0.841471, 0.99995], atol=1e-6)
+    """)
+    reference = REFERENCE_ROPE.read_text()
+    spins = reference.replace('    """Rotate the pairs', '    while True:\n        pass\n    """Rotate the pairs', 1)
+    exits = reference.replace("    positions = _positions_as_float32(positions)",
+                              "    import os\n    os._exit(3)\n    positions = _positions_as_float32(positions)", 1)
+    assert spins != reference and exits != reference
+    stages = [sandbox.Stage((sandbox.Job("reference"),), run_all_tests=True, stop_unless_all_pass=True, time_limit=20),
+              sandbox.Stage((sandbox.Job("spins", spins), sandbox.Job("exits", exits)), time_limit=2)]
+    run = sandbox.run_stages(suite, stages, time_limit=20)
+    assert run.verdicts["reference"].status == sandbox.PASSED
+    assert run.verdicts["spins"].status == sandbox.TIMEOUT and run.verdicts["spins"].killed
+    assert run.verdicts["exits"].status == sandbox.CRASHED and run.verdicts["exits"].killed
+    assert run.verdicts["exits"].failed and "test_hand_example" in run.verdicts["exits"].failed[0]
+
+
+def test_the_fence_refuses_the_repository_and_other_programs(tmp_path):
+    target = ROOT / "python" / "tinyllm" / "__init__.py"
+    before = target.read_bytes()
+    suite = make_suite(tmp_path, f"""
+        import os, subprocess, pytest
+
+        def test_write_student_tree():
+            with pytest.raises(PermissionError):
+                open({str(target)!r}, "a").write("# vandal")
+
+        def test_read_reference():
+            with pytest.raises(PermissionError):
+                open({str(REFERENCE_ROPE)!r}).read()
+
+        def test_list_repository():
+            with pytest.raises(PermissionError):
+                os.listdir({str(ROOT)!r})
+
+        def test_start_a_program():
+            with pytest.raises(PermissionError):
+                subprocess.run(["true"])
+
+        def test_exit_is_a_crash():
+            os._exit(0)
+    """)
+    stage = sandbox.Stage((sandbox.Job("reference"),), run_all_tests=True, time_limit=20)
+    verdict = sandbox.run_stages(suite, [stage], time_limit=20).verdicts["reference"]
+    assert verdict.status == sandbox.CRASHED, verdict
+    assert verdict.failed and verdict.failed[0].endswith("test_exit_is_a_crash"), "the crash names the test"
+    assert target.read_bytes() == before
+
+
+# ---- the student's path through ./ol check ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def finished_checkout(tmp_path_factory):
+    """A checkout where the student has written rope.py (the reference's code)."""
+    checkout = copy_checkout(tmp_path_factory.mktemp("checkout"))
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    r = run_ol(checkout, "start", "L7.3", "--ref-deps", cwd=elsewhere)
+    assert r.returncode == 0, explain(r)
+    shutil.copy2(checkout / "course/reference/python/tinyllm/modern/rope.py", checkout / "python/tinyllm/modern/rope.py")
+    return checkout, elsewhere
+
+
+def student_tests(checkout: Path, files: dict[str, str]) -> None:
+    folder = checkout / "python/tests/l7-3-rope"
+    shutil.rmtree(folder)
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(textwrap.dedent(text))
+
+
+def test_ol_check_passes_the_model_answer_with_json(finished_checkout):
+    checkout, elsewhere = finished_checkout
+    student_tests(checkout, {p.name: p.read_text() for p in MODEL_ANSWER.glob("*.py")})
+    r = run_ol(checkout, "check", "L7.3", "--ref-deps", "--json", cwd=elsewhere)
+    assert r.returncode == 0, explain(r)
+    data = json.loads(r.stdout)
+    assert data["passed"] is True and data["score"] == 1.0 and data["killed"] == data["counted"]
+    assert data["threshold"] == 0.8 and len(data["pitfalls"]) == 7 and data["survivors"] == []
+    listed = run_ol(checkout, "list", cwd=elsewhere)
+    assert "checked" in listed.stdout, explain(listed)
+
+
+def test_ol_check_refuses_tests_that_break_the_rules_and_the_repository_stays_unchanged(finished_checkout):
+    checkout, elsewhere = finished_checkout
+    rope = checkout / "python/tinyllm/modern/rope.py"
+    student_tests(checkout, {"test_rope_oracle.py": f"""
+        import os
+        from tinyllm.modern.rope import rope_cos_sin
+
+        def test_peeks():
+            assert "apply_rope" in open({str(rope)!r}).read()
+
+        def test_leaves():
+            os._exit(0)
+    """})
+    before = snapshot(checkout)
+    r = run_ol(checkout, "check", "L7.3", "--ref-deps", "--json", cwd=elsewhere)
+    assert r.returncode == 1, explain(r)
+    data = json.loads(r.stdout)
+    assert data["passed"] is False and data["reason"]
+    problems = "\n".join(data["problems"])
+    assert "test_rope_oracle.py:2: imports os" in problems and "test_rope_oracle.py:6: uses open()" in problems, problems
+    assert snapshot(checkout) == before
+
+
+def test_ol_check_survives_a_test_that_writes_into_the_repository(finished_checkout):
+    checkout, elsewhere = finished_checkout
+    rope = checkout / "python/tinyllm/modern/rope.py"
+    # no banned name: it reaches the file system through pytest's own Path
+    student_tests(checkout, {"test_rope_oracle.py": f"""
+        from tinyllm.modern.rope import rope_cos_sin
+
+        def test_vandal(request):
+            type(request.path)({str(rope)!r}).write_text("broken")
+    """})
+    before = snapshot(checkout)
+    r = run_ol(checkout, "check", "L7.3", "--ref-deps", cwd=elsewhere)
+    assert r.returncode == 1, explain(r)
+    assert "test_vandal" in r.stdout and "rejects a correct implementation" in r.stdout, explain(r)
+    assert snapshot(checkout) == before
+
+
+def test_ol_check_usage_errors(finished_checkout):
+    checkout, elsewhere = finished_checkout
+    r = run_ol(checkout, "check", "L9.9", cwd=elsewhere)
+    assert r.returncode == 2 and "L7.3" in r.stderr, explain(r)
+    r = run_ol(checkout, "check", "L0.1", cwd=elsewhere)
+    assert r.returncode == 2 and "no graded tests" in r.stderr, explain(r)
+
+
+# ---- the parts --------------------------------------------------------------------------
+
+
+def test_spliced_mutants_are_mutmuts_own():
+    """ol builds each mutant's file by splicing mutmut's mutated node into the
+    text; it must be the program mutmut's own deep_replace gives."""
+    from mutmut.mutation.file_mutation import create_mutations, deep_replace
+
+    source = REFERENCE_ROPE.read_text()
+    ours = _generate(source, "rope.py")
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as scratch:
+        Path(scratch, "pyproject.toml").write_text('[tool.mutmut]\nsource_paths = ["."]\n')
+        os.chdir(scratch)
+        try:
+            module, mutations, _, _ = create_mutations("rope.py", source)
+        finally:
+            os.chdir(here)
+    assert len(ours) == len(mutations) > 100
+    for mine, theirs in zip(ours, mutations):
+        expected = deep_replace(module, theirs.original_node, theirs.mutated_node).code
+        assert ast.dump(ast.parse(mine.source)) == ast.dump(ast.parse(expected)), mine.diff
+    assert len({m.id for m in ours}) == len(ours), "mutant ids must be unique"
+
+
+def test_message_only_mutants_are_exactly_those_inside_raise_arguments():
+    mutants = build_mutant_set(REFERENCE_ROPE, ROOT / "course/mutants/L7.3/pitfalls.toml",
+                               ROOT / "course/mutants/L7.3/equivalent.toml")
+    assert mutants.message_only and mutants.counted
+    for mutant in mutants.message_only:
+        changed = [line for line in mutant.diff.splitlines() if line.startswith(("-", "+"))]
+        assert changed, mutant.id
+    conditions = [m for m in mutants.counted if "if r <= 0 or r % 2 or r > head_dim" in m.diff]
+    assert conditions, "a mutant of a condition that raises must be counted"
+    assert not mutants.stale_equivalents
+
+
+def test_static_check_names_file_and_line(tmp_path):
+    folder = tmp_path / "l7-3-rope"
+    folder.mkdir()
+    (folder / "test_x.py").write_text(textwrap.dedent("""\
+        import numpy as np
+        import inspect
+        from tinyllm.modern.rope import apply_rope, _tables_for
+        from tinyllm.autograd import functional as F
+        from hypothesis import strategies as st
+
+        def test_a():
+            f = apply_rope.__code__
+            x = getattr(np, "lo" + "ad")
+            return eval("1")
+    """))
+    (folder / "helpers.py").write_text("import numpy.testing\n")
+    catalog = load_catalog(ROOT)
+    grading = catalog.get("L7.3").grading
+    found = [str(v) for v in check_test_folder(folder, tmp_path, grading.allowed_imports,
+                                                {"tinyllm.modern.rope": frozenset({"apply_rope", "rope_cos_sin", "RopeSpec"})})]
+    expected = ["l7-3-rope/test_x.py:2: imports inspect", "l7-3-rope/test_x.py:3: imports _tables_for",
+                "l7-3-rope/test_x.py:8: uses .__code__", "l7-3-rope/test_x.py:9: calls getattr() with a computed",
+                "l7-3-rope/test_x.py:10: uses eval()"]
+    for prefix in expected:
+        assert any(line.startswith(prefix) for line in found), (prefix, found)
+    assert len(found) == len(expected), found
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "no tests found" in str(check_test_folder(empty, tmp_path, grading.allowed_imports, {})[0])
