@@ -1,0 +1,161 @@
+"""L7.3 graded tests, student B: properties over random shapes, positions and
+layouts (hypothesis), checked against a float64 complex oracle."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tinyllm.autograd.tensor import Tensor
+from tinyllm.modern.rope import apply_rope, rope_cos_sin
+
+# deterministic and quiet: the same examples on every run
+props = settings(max_examples=30, deadline=None, derandomize=True, database=None)
+
+LAYOUTS = st.sampled_from(["half", "interleaved"])
+
+
+@st.composite
+def rope_case(draw, max_position=300):
+    """x of shape lead + (head_dim,), rotary_dim r, inv_freq [r/2], positions [S]."""
+    pairs = draw(st.integers(1, 6))
+    r = 2 * pairs
+    head_dim = r + draw(st.integers(0, 3))
+    partial = draw(st.booleans()) or head_dim != r
+    lead = tuple(draw(st.lists(st.integers(1, 3), min_size=0, max_size=2)))
+    seq = draw(st.integers(1, 5))
+    positions = np.array(draw(st.lists(st.integers(0, max_position), min_size=seq, max_size=seq)))
+    inv_freq = np.array(draw(st.lists(st.floats(1e-4, 2.0), min_size=pairs, max_size=pairs)), np.float32)
+    seed = draw(st.integers(0, 2**31 - 1))
+    x = np.random.default_rng(seed).uniform(-2, 2, lead + (seq, head_dim)).astype(np.float32)
+    return x, positions, inv_freq, (r if partial else None)
+
+
+def angles(positions, inv_freq):
+    # Hugging Face's angle: one float32 product, then float64 for cos and sin
+    return (np.asarray(positions, np.float32)[..., None] * np.asarray(inv_freq, np.float32)).astype(np.float64)
+
+
+def rotate_oracle(x, positions, inv_freq, layout, rotary_dim, scale=1.0, sign=1):
+    x = x.astype(np.float64)
+    r = x.shape[-1] if rotary_dim is None else rotary_dim
+    head, tail = x[..., :r], x[..., r:]
+    if layout == "half":
+        z = head[..., : r // 2] + 1j * head[..., r // 2 :]
+    else:
+        z = head[..., 0::2] + 1j * head[..., 1::2]
+    z = z * scale * np.exp(sign * 1j * angles(positions, inv_freq))
+    if layout == "half":
+        head = np.concatenate([z.real, z.imag], axis=-1)
+    else:
+        head = np.stack([z.real, z.imag], axis=-1).reshape(head.shape)
+    return np.concatenate([head, tail], axis=-1)
+
+
+@props
+@given(rope_case(), LAYOUTS)
+def test_apply_rope_is_the_complex_rotation(case, layout):
+    x, positions, inv_freq, r = case
+    cos, sin = rope_cos_sin(positions, inv_freq)
+    y = apply_rope(Tensor(x), cos, sin, layout, r)
+    assert y.shape == x.shape and y.dtype == np.float32
+    np.testing.assert_allclose(y.data, rotate_oracle(x, positions, inv_freq, layout, r), atol=2e-6, rtol=0)
+
+
+@props
+@given(rope_case(max_position=65535), LAYOUTS)
+def test_large_positions_stay_precise(case, layout):
+    x, positions, inv_freq, r = case
+    positions = positions + 2048  # past float16's exact integers
+    cos, sin = rope_cos_sin(positions, inv_freq)
+    np.testing.assert_allclose(cos, np.cos(angles(positions, inv_freq)), atol=3e-7, rtol=0)
+    np.testing.assert_allclose(sin, np.sin(angles(positions, inv_freq)), atol=3e-7, rtol=0)
+    y = apply_rope(Tensor(x), cos, sin, layout, r)
+    np.testing.assert_allclose(y.data, rotate_oracle(x, positions, inv_freq, layout, r), atol=2e-6, rtol=0)
+
+
+@props
+@given(rope_case(), LAYOUTS, st.floats(0.25, 4.0))
+def test_attention_scaling_multiplies_both_tables(case, layout, s):
+    x, positions, inv_freq, r = case
+    cos, sin = rope_cos_sin(positions, inv_freq, attention_scaling=s)
+    cos1, sin1 = rope_cos_sin(positions, inv_freq)
+    np.testing.assert_allclose(cos, cos1 * np.float32(s), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(sin, sin1 * np.float32(s), rtol=1e-6, atol=1e-7)
+    y = apply_rope(Tensor(x), cos, sin, layout, r)
+    np.testing.assert_allclose(y.data, rotate_oracle(x, positions, inv_freq, layout, r, scale=s), atol=1e-5, rtol=0)
+
+
+@props
+@given(rope_case(), LAYOUTS)
+def test_gradient_is_the_inverse_rotation(case, layout):
+    x, positions, inv_freq, r = case
+    g = np.random.default_rng(7).standard_normal(x.shape).astype(np.float32)
+    xt = Tensor(x, requires_grad=True)
+    cos, sin = rope_cos_sin(positions, inv_freq)
+    apply_rope(xt, cos, sin, layout, r).backward(g)
+    np.testing.assert_allclose(xt.grad, rotate_oracle(g, positions, inv_freq, layout, r, sign=-1), atol=2e-6, rtol=0)
+
+
+def test_hand_example():
+    cos, sin = rope_cos_sin(1, [1.0, 0.01])
+    x = Tensor(np.array([1, 0, 0, 1], np.float32))
+    np.testing.assert_allclose(apply_rope(x, cos, sin, "half").data, [0.540302, -0.010000, 0.841471, 0.999950], atol=1e-6)
+    np.testing.assert_allclose(apply_rope(x, cos, sin, "interleaved").data, [0.540302, 0.841471, -0.010000, 0.999950], atol=1e-6)
+
+
+# ---- bad input -----------------------------------------------------------
+
+def good_inputs(head_dim=8, seq=3):
+    x = Tensor(np.ones((2, seq, head_dim), np.float32))
+    cos, sin = rope_cos_sin(np.arange(seq), np.linspace(1.0, 0.01, head_dim // 2))
+    return x, cos, sin
+
+
+@props
+@given(st.integers(-10, 20).filter(lambda r: r <= 0 or r % 2 == 1 or r > 8), LAYOUTS)
+def test_bad_rotary_dim(r, layout):
+    x, cos, sin = good_inputs()
+    with pytest.raises(ValueError):
+        apply_rope(x, cos, sin, layout, r)
+
+
+@pytest.mark.parametrize("make", [
+    lambda c, s: (c, s[:-1]),                  # different shapes
+    lambda c, s: (c[:, :-1], s[:, :-1]),       # last axis not r/2
+    lambda c, s: (c[:2], s[:2]),               # S does not match
+    lambda c, s: (c[None, None], s[None, None]),  # would enlarge x
+    lambda c, s: (c * np.nan, s),              # nan
+    lambda c, s: (c, s / 0.0),                 # inf (and nan at 0)
+])
+def test_bad_tables(make):
+    x, cos, sin = good_inputs()
+    with np.errstate(all="ignore"):
+        bad_cos, bad_sin = make(cos, sin)
+    with pytest.raises(ValueError):
+        apply_rope(x, bad_cos, bad_sin)
+
+
+def test_unknown_layout():
+    x, cos, sin = good_inputs()
+    with pytest.raises(ValueError):
+        apply_rope(x, cos, sin, "Half")
+
+
+@props
+@given(st.one_of(st.integers(-10**6, -1), st.floats(-1e6, 1e6).filter(lambda v: v != int(v)),
+                 st.sampled_from([float("nan"), float("inf")])))
+def test_bad_positions_value_error(p):
+    with pytest.raises(ValueError):
+        rope_cos_sin(np.array([0, p]), np.ones(2, np.float32))
+
+
+@pytest.mark.parametrize("p", ["7", [1, "x"], False])
+def test_non_numeric_positions_type_error(p):
+    with pytest.raises(TypeError):
+        rope_cos_sin(p, np.ones(2, np.float32))
+
+
+def test_inv_freq_must_be_1d():
+    with pytest.raises(ValueError):
+        rope_cos_sin(np.arange(3), np.ones((2, 2), np.float32))
