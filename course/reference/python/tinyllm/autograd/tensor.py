@@ -186,7 +186,11 @@ class Tensor:
         return Tensor.from_op(-self.data, (self,), lambda g: (-g,), "neg")
 
     def __sub__(self, other) -> Tensor:
-        return self + (-_lift(other, self))
+        other = _lift(other, self)
+        return Tensor.from_op(
+            self.data - other.data, (self, other),
+            lambda g: (_unbroadcast(g, self.shape), _unbroadcast(-g, other.shape)), "-",
+        )
 
     def __radd__(self, other) -> Tensor:
         return _lift(other, self) + self

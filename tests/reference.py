@@ -1,0 +1,33 @@
+"""Import the reference solutions in this process, under their own names.
+
+The kit's tests run beside the student's tree (python/tinyllm, a skeleton);
+`reference_modules("tinyllm.modern.rope")` maps every module of the reference
+tree (course/reference/python/tinyllm) over it with ol's import overlay and
+returns the modules asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+
+from kit import ROOT
+from ol.overlay import Source, install_overlay
+
+REFERENCE = ROOT / "course" / "reference" / "python"
+
+
+@cache
+def _install() -> None:
+    mapping = {}
+    for path in (REFERENCE / "tinyllm").rglob("*.py"):
+        parts = path.relative_to(REFERENCE).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        mapping[name] = Source.from_path(path)
+    install_overlay(mapping)
+
+
+def reference_modules(*names: str):
+    """The reference modules `names`, imported (a tuple in the same order)."""
+    _install()
+    return tuple(importlib.import_module(name) for name in names)
