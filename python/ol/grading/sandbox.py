@@ -323,6 +323,9 @@ def _worker(suite: Suite, job: Job, items, out: int, run_all: bool) -> None:
     from _pytest.runner import runtestprotocol
 
     start = time.monotonic()
+    if items:  # nothing is reported from a worker: without a terminal, plugins skip
+        # their reporting work (Hypothesis would write a patch file per failure)
+        items[0].config.pluginmanager.unregister(name="terminalreporter")
     try:
         if job.source is not None:
             module = sys.modules.get(suite.target)
