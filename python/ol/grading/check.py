@@ -17,6 +17,7 @@ tinyllm modules served from memory, fenced off from the repository
 
 from __future__ import annotations
 
+import ast
 import shutil
 import tempfile
 import time
@@ -66,6 +67,7 @@ class CheckResult:
     survivors: list[Survivor] = field(default_factory=list)
     reason: str | None = None
     problems: list[str] = field(default_factory=list)   # lines that explain `reason`
+    output: str = ""      # pytest's report of the suite on a correct implementation it rejects
     excluded: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -135,6 +137,7 @@ def check_module(
         except sandbox.SuiteProblem as problem:
             return stop("your tests could not be run", str(problem).splitlines())
         _retry_without_grafting(suite, run, stages, time_limit)
+        result.output = _why_rejected(suite, run, stages, time_limit, Path(work))
 
     rejecting = [v for v in run.verdicts.values() if v.key == REFERENCE_KEY or v.key.startswith("alternate:")]
     rejected = [v for v in rejecting if v.status != sandbox.PASSED]
@@ -161,8 +164,6 @@ def check_module(
 
 def _contract_names(root: Path, catalog: Catalog, grading) -> dict[str, frozenset[str]]:
     """Public names of each allowed tinyllm module's contract."""
-    import ast
-
     names: dict[str, frozenset[str]] = {}
     for module in catalog.modules:
         for file in module.files:
@@ -185,7 +186,8 @@ def _contract_names(root: Path, catalog: Catalog, grading) -> dict[str, frozense
 def _private_suite(root: Path, catalog: Catalog, module: Module, tests: Path, work: Path) -> sandbox.Suite:
     """The student's tests copied into `work`, and every tinyllm module the
     graded module and its needs consist of, as reference texts."""
-    copy = work / "tests" / tests.name
+    # the copy sits where the student's folder sits, so reports name their paths
+    copy = work / (tests.relative_to(root) if tests.is_relative_to(root) else Path("tests") / tests.name)
     shutil.copytree(tests, copy, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".hypothesis"))
     (work / "pytest.ini").write_text("[pytest]\n")
     files: dict[str, str] = {}
@@ -201,7 +203,7 @@ def _private_suite(root: Path, catalog: Catalog, module: Module, tests: Path, wo
     reference = root / REFERENCE_TREE
     modules = {name: (reference / file).read_text() for name, file in files.items()}
     origins = {name: str(work / "lib" / file) for name, file in files.items()}
-    return sandbox.Suite(tests=copy, modules=modules, origins=origins,
+    return sandbox.Suite(tests=copy, workdir=work, modules=modules, origins=origins,
                          target=dotted_name(module.grading.target), fenced=root)
 
 
@@ -218,6 +220,20 @@ def _stages(root: Path, grading, mutants: MutantSet, time_limit: float) -> list[
         sandbox.Stage(alternates, run_all_tests=True, stop_unless_all_pass=True, time_limit=time_limit),
         sandbox.Stage(graded),
     ]
+
+
+def _why_rejected(suite: sandbox.Suite, run: sandbox.RunResult, stages, time_limit: float, work: Path) -> str:
+    """pytest's own report (short tracebacks) of the suite on the first correct
+    implementation it fails, run afresh in the sandbox; "" if none fails."""
+    jobs = {job.key: job for stage in stages[:2] for job in stage.jobs}
+    for key, job in jobs.items():
+        verdict = run.verdicts.get(key)
+        if verdict is not None and verdict.status in (sandbox.FAILED, sandbox.CRASHED):
+            report = work / "report.txt"
+            sandbox.fresh_verdict(suite, job, run_all=True, time_limit=time_limit, output=report)
+            text = report.read_text(errors="replace") if report.exists() else ""
+            return text[-6000:]
+    return ""
 
 
 def _retry_without_grafting(suite: sandbox.Suite, run: sandbox.RunResult, stages, time_limit: float) -> None:

@@ -15,7 +15,7 @@ from dataclasses import asdict
 from ol.grading.check import CheckResult
 
 JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
-               "reason", "problems", "excluded", "seconds")
+               "reason", "problems", "output", "excluded", "seconds")
 
 
 def to_json(result: CheckResult) -> str:
@@ -30,6 +30,8 @@ def to_text(result: CheckResult) -> str:
     if result.reason is not None:
         lines.append(f"ol check {result.module}: NOT GRADED: {result.reason}")
         lines.extend(f"  {problem}" for problem in result.problems)
+        if result.output:
+            lines += ["", "Your tests on that correct implementation (pytest's report):", _indent(result.output.rstrip(), 2)]
         return "\n".join(lines) + "\n"
 
     verdict = "PASSED" if result.passed else "NOT PASSED"

@@ -47,7 +47,8 @@ MAX_REPORTED_FAILURES = 50
 class Suite:
     """A student's tests and the modules they run against."""
 
-    tests: Path                 # the test folder (a private copy: runs happen in its parent)
+    tests: Path                 # the test folder: a private copy inside `workdir`
+    workdir: Path               # where runs happen (holds pytest.ini; its own rootdir)
     modules: dict[str, str]     # dotted module name -> source text (every tinyllm module)
     origins: dict[str, str]     # dotted module name -> the file name shown for it
     target: str                 # the module whose variants are graded, e.g. "tinyllm.modern.rope"
@@ -157,7 +158,7 @@ def _silence() -> None:
 def _prepare_child(suite: Suite, target_source: str | None = None) -> None:
     """What every forked child does before it imports or runs a test."""
     _silence()
-    os.chdir(suite.tests.parent)
+    os.chdir(suite.workdir)
     fenced = os.path.realpath(suite.fenced)
     sys.path[:] = [p for p in sys.path if not os.path.realpath(p or ".").startswith(fenced)]
     sys.path_importer_cache.clear()
@@ -185,7 +186,7 @@ def _hypothesis_profile() -> None:
 
 def _pytest_args(suite: Suite, extra: Sequence[str] = ()) -> list[str]:
     return [str(suite.tests), "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--tb=no",
-            "-o", "console_output_style=classic", *extra]
+            "-o", "console_output_style=classic", "-W", "ignore::pytest.PytestAssertRewriteWarning", *extra]
 
 
 # ---- the collector and its workers -------------------------------------------------
@@ -436,10 +437,12 @@ def _problem_text(message: dict) -> str:
     return "the grader failed while collecting your tests: " + message["detail"]
 
 
-def fresh_verdict(suite: Suite, job: Job, *, run_all: bool, time_limit: float) -> Verdict:
+def fresh_verdict(suite: Suite, job: Job, *, run_all: bool, time_limit: float, output: Path | None = None) -> Verdict:
     """Run one job in a freshly forked interpreter that imports everything
-    anew (no transplant): the fallback when grafting fails, and the check that
-    grafting gives the same verdicts."""
+    anew (no transplant): the fallback when grafting fails, the check that
+    grafting gives the same verdicts, and (with `output`, a file that receives
+    pytest's report with short tracebacks) the way to show a student why a
+    test fails on a correct implementation."""
     read_fd, write_fd = os.pipe()
     sys.stdout.flush(), sys.stderr.flush()
     start = time.monotonic()
@@ -448,6 +451,11 @@ def fresh_verdict(suite: Suite, job: Job, *, run_all: bool, time_limit: float) -
         os.close(read_fd)
         try:
             _prepare_child(suite, job.source)
+            extra = () if run_all else ("-x",)
+            if output is not None:
+                report = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.dup2(report, 1), os.dup2(report, 2)
+                extra += ("--tb=short", "-rf", "--color=no")
             import pytest
 
             class Record:
@@ -466,7 +474,7 @@ def fresh_verdict(suite: Suite, job: Job, *, run_all: bool, time_limit: float) -
                     _send(write_fd, {"running": nodeid})
 
             record = Record()
-            code = pytest.main(_pytest_args(suite, () if run_all else ("-x",)), plugins=[record])
+            code = pytest.main(_pytest_args(suite, extra), plugins=[record])
             status = FAILED if (record.failed or code not in (0,)) else PASSED
             _send(write_fd, {"key": job.key, "status": status, "failed": sorted(set(record.failed))[:MAX_REPORTED_FAILURES],
                              "seconds": time.monotonic() - start})
