@@ -59,6 +59,7 @@ CASES = [
     ((3, 16), np.array([5, 11, 17]), 8),
     ((4, 10), np.array([2, 3, 4, 5]), 2),
     ((2, 6), np.array([13, 1]), 6),
+    ((3, 2), np.array([0, 1, 7]), None),  # a single pair is the whole head
 ]
 
 
@@ -84,6 +85,31 @@ def test_partial_rotary_tail_is_untouched(layout):
     y = apply_rope(Tensor(x), cos, sin, layout, rotary_dim=4)
     np.testing.assert_array_equal(y.data[..., 4:], x[..., 4:])
     assert not np.allclose(y.data[..., :4], x[..., :4])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rotary_dim", [None, 4])
+def test_layout_defaults_to_half(dtype, rotary_dim):
+    positions = np.array([1, 6, 20])
+    inv_freq = ladder(4 if rotary_dim else 8, base=100.0)
+    x = random_x((2, 3, 8), dtype, seed=40)
+    cos, sin = rope_cos_sin(positions, inv_freq)
+    y = apply_rope(Tensor(x), cos, sin, rotary_dim=rotary_dim)
+    assert y.shape == x.shape and y.dtype == x.dtype
+    np.testing.assert_allclose(y.data, oracle(x, positions, inv_freq, "half", rotary_dim), rtol=0, atol=ATOL)
+
+
+@pytest.mark.parametrize("layout", ["half", "interleaved"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("positions", [0, np.zeros(4, np.int64)])
+def test_position_zero_is_the_identity(layout, dtype, positions):
+    cos, sin = rope_cos_sin(positions, ladder(8))
+    np.testing.assert_array_equal(cos, np.ones_like(cos))
+    np.testing.assert_array_equal(sin, np.zeros_like(sin))
+    x = random_x((2, 4, 8), dtype, seed=41)
+    y = apply_rope(Tensor(x), cos, sin, layout)
+    assert y.dtype == x.dtype
+    np.testing.assert_allclose(y.data, x, rtol=0, atol=1e-7)
 
 
 # --------------------------------------------------------------------------
@@ -187,6 +213,48 @@ def test_gradient_is_inverse_rotation(layout, head_dim, rotary_dim):
 
 
 # --------------------------------------------------------------------------
+# a RopeSpec drives rope_cos_sin and apply_rope (section 11)
+
+
+@pytest.mark.parametrize("pairs", [1, 4, 16])
+def test_rope_spec_defaults(pairs):
+    inv_freq = ladder(2 * pairs)
+    spec = RopeSpec(inv_freq)
+    assert spec.layout == "half"
+    assert spec.attention_scaling == 1.0
+    assert spec.rotary_dim == 2 * pairs and isinstance(spec.rotary_dim, int)
+    np.testing.assert_array_equal(spec.inv_freq, inv_freq)
+
+
+# every field away from its default: interleaved, scaling != 1, head wider than rotary_dim
+SPECS = [
+    # (layout,        scaling, rotary_dim, head_dim)
+    ("interleaved", 1.1386, 4, 10),
+    ("interleaved", 0.5, 8, 12),
+    ("interleaved", 2.0, 2, 6),
+]
+
+
+@pytest.mark.parametrize("layout,scaling,rotary_dim,head_dim", SPECS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rope_spec_matches_oracle(layout, scaling, rotary_dim, head_dim, dtype):
+    inv_freq = ladder(rotary_dim, base=100.0)
+    spec = RopeSpec(inv_freq, attention_scaling=scaling, layout=layout, rotary_dim=rotary_dim)
+    assert (spec.layout, spec.attention_scaling, spec.rotary_dim) == (layout, scaling, rotary_dim)
+    positions = np.array([0, 3, 11, 250, 4099])
+    cos, sin = spec.cos_sin(positions)
+    assert cos.dtype == np.float32 and cos.shape == (5, rotary_dim // 2) and sin.shape == cos.shape
+    angle = hf_angles(positions, inv_freq)
+    np.testing.assert_allclose(cos, scaling * np.cos(angle), rtol=0, atol=2 * scaling * 3e-7)
+    np.testing.assert_allclose(sin, scaling * np.sin(angle), rtol=0, atol=2 * scaling * 3e-7)
+    x = random_x((2, 3, 5, head_dim), dtype, seed=head_dim)
+    y = spec.apply(Tensor(x), positions)
+    assert y.shape == x.shape and y.dtype == x.dtype
+    np.testing.assert_allclose(y.data, oracle(x, positions, inv_freq, layout, rotary_dim, scaling=scaling),
+                               rtol=0, atol=2 * scaling * ATOL)
+
+
+# --------------------------------------------------------------------------
 # bad input raises the exception type of the contract (section 11's table).
 # Each case gets otherwise valid arguments, so that only the one fault is wrong.
 
@@ -196,10 +264,10 @@ GOOD_COS, GOOD_SIN = rope_cos_sin(np.arange(1, 5), ladder(8))
 
 def bad_tables(kind):
     c, s = GOOD_COS.copy(), GOOD_SIN.copy()
-    if kind == "mismatched":
-        return c, s[:3]
-    if kind == "wrong width":
-        return c[..., :3], s[..., :3]
+    if kind == "mismatched":  # sin [1, S, r/2] still broadcasts to x[..., :r/2]; only the shapes differ
+        return c, s[None]
+    if kind == "wrong width":  # 1 wide still broadcasts to x[..., :r/2]; only the width is wrong
+        return c[..., :1], s[..., :1]
     if kind == "not broadcastable":
         return c[:3], s[:3]
     if kind == "enlarges":  # [1, 1, S, r/2] would turn x[..., :r/2] [2, S, r/2] into [1, 2, S, r/2]
@@ -265,9 +333,11 @@ def test_unknown_layout_raises_value_error():
         RopeSpec(ladder(8), layout="rotate_half")
 
 
-def test_rope_spec_rotary_dim_mismatch_raises_value_error():
+@pytest.mark.parametrize("rotary_dim", [6, 10, 2])
+def test_rope_spec_rotary_dim_mismatch_raises_value_error(rotary_dim):
+    # even and positive, so the mismatch with 2 * len(inv_freq) = 8 is the only fault
     with pytest.raises(ValueError):
-        RopeSpec(ladder(8), rotary_dim=6)
+        RopeSpec(ladder(8), rotary_dim=rotary_dim)
 
 
 @pytest.mark.parametrize("positions", [-1, np.array([0, 1, -3]), 2.5, np.array([1.0, 2.25]),

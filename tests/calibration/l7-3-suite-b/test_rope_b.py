@@ -7,27 +7,29 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyllm.autograd.tensor import Tensor
-from tinyllm.modern.rope import apply_rope, rope_cos_sin
+from tinyllm.modern.rope import RopeSpec, apply_rope, rope_cos_sin
 
 # deterministic and quiet: the same examples on every run
 props = settings(max_examples=30, deadline=None, derandomize=True, database=None)
 
 LAYOUTS = st.sampled_from(["half", "interleaved"])
+DTYPES = st.sampled_from([np.float32, np.float64])
 
 
 @st.composite
-def rope_case(draw, max_position=300):
+def rope_case(draw, max_position=300, pairs=st.integers(1, 6), extra=st.integers(0, 3), min_position=0):
     """x of shape lead + (head_dim,), rotary_dim r, inv_freq [r/2], positions [S]."""
-    pairs = draw(st.integers(1, 6))
+    pairs = draw(pairs)
     r = 2 * pairs
-    head_dim = r + draw(st.integers(0, 3))
+    head_dim = r + draw(extra)
     partial = draw(st.booleans()) or head_dim != r
     lead = tuple(draw(st.lists(st.integers(1, 3), min_size=0, max_size=2)))
     seq = draw(st.integers(1, 5))
-    positions = np.array(draw(st.lists(st.integers(0, max_position), min_size=seq, max_size=seq)))
+    positions = np.array(draw(st.lists(st.integers(min_position, max_position), min_size=seq, max_size=seq)))
     inv_freq = np.array(draw(st.lists(st.floats(1e-4, 2.0), min_size=pairs, max_size=pairs)), np.float32)
     seed = draw(st.integers(0, 2**31 - 1))
-    x = np.random.default_rng(seed).uniform(-2, 2, lead + (seq, head_dim)).astype(np.float32)
+    dtype = draw(DTYPES)
+    x = np.random.default_rng(seed).uniform(-2, 2, lead + (seq, head_dim)).astype(dtype)
     return x, positions, inv_freq, (r if partial else None)
 
 
@@ -58,7 +60,36 @@ def test_apply_rope_is_the_complex_rotation(case, layout):
     x, positions, inv_freq, r = case
     cos, sin = rope_cos_sin(positions, inv_freq)
     y = apply_rope(Tensor(x), cos, sin, layout, r)
-    assert y.shape == x.shape and y.dtype == np.float32
+    assert y.shape == x.shape and y.dtype == x.dtype
+    np.testing.assert_allclose(y.data, rotate_oracle(x, positions, inv_freq, layout, r), atol=2e-6, rtol=0)
+
+
+@props
+@given(rope_case(pairs=st.integers(2, 6)))
+def test_layout_defaults_to_half(case):
+    x, positions, inv_freq, r = case
+    cos, sin = rope_cos_sin(positions, inv_freq)
+    y = apply_rope(Tensor(x), cos, sin, rotary_dim=r)
+    assert y.shape == x.shape and y.dtype == x.dtype
+    np.testing.assert_allclose(y.data, rotate_oracle(x, positions, inv_freq, "half", r), atol=2e-6, rtol=0)
+
+
+@props
+@given(rope_case(max_position=0), LAYOUTS)
+def test_position_zero_is_the_identity(case, layout):
+    x, positions, inv_freq, r = case
+    cos, sin = rope_cos_sin(positions, inv_freq)
+    y = apply_rope(Tensor(x), cos, sin, layout, r)
+    assert y.shape == x.shape and y.dtype == x.dtype
+    np.testing.assert_allclose(y.data, x, atol=1e-7, rtol=0)
+
+
+@props
+@given(rope_case(pairs=st.just(1), min_position=1), LAYOUTS)
+def test_a_single_pair_is_valid(case, layout):
+    x, positions, inv_freq, r = case
+    cos, sin = rope_cos_sin(positions, inv_freq)
+    y = apply_rope(Tensor(x), cos, sin, layout, 2 if r is None else r)
     np.testing.assert_allclose(y.data, rotate_oracle(x, positions, inv_freq, layout, r), atol=2e-6, rtol=0)
 
 
@@ -104,6 +135,45 @@ def test_hand_example():
     np.testing.assert_allclose(apply_rope(x, cos, sin, "interleaved").data, [0.540302, 0.841471, -0.010000, 0.999950], atol=1e-6)
 
 
+# ---- RopeSpec --------------------------------------------------------------
+
+@props
+@given(st.lists(st.floats(1e-4, 2.0), min_size=1, max_size=8))
+def test_rope_spec_defaults(freqs):
+    inv_freq = np.array(freqs, np.float32)
+    spec = RopeSpec(inv_freq)
+    assert spec.layout == "half" and spec.attention_scaling == 1.0
+    assert spec.rotary_dim == 2 * len(freqs) and isinstance(spec.rotary_dim, int)
+
+
+@props
+@given(rope_case(extra=st.integers(1, 3)), st.floats(0.25, 4.0).filter(lambda v: v != 1.0), st.booleans())
+def test_rope_spec_drives_apply_rope(case, s, explicit_r):
+    """every field away from its default: interleaved, scaling != 1, head wider than rotary_dim"""
+    x, positions, inv_freq, _ = case
+    layout = "interleaved"
+    r = 2 * len(inv_freq)
+    spec = RopeSpec(inv_freq, attention_scaling=s, layout=layout, rotary_dim=r if explicit_r else None)
+    assert spec.rotary_dim == r
+    cos, sin = spec.cos_sin(positions)
+    assert cos.dtype == np.float32 and cos.shape == positions.shape + (r // 2,)
+    np.testing.assert_allclose(cos, s * np.cos(angles(positions, inv_freq)), atol=s * 6e-7, rtol=0)
+    np.testing.assert_allclose(sin, s * np.sin(angles(positions, inv_freq)), atol=s * 6e-7, rtol=0)
+    y = spec.apply(Tensor(x), positions)
+    assert y.shape == x.shape and y.dtype == x.dtype
+    np.testing.assert_allclose(y.data, rotate_oracle(x, positions, inv_freq, layout, r, scale=s), atol=1e-5, rtol=0)
+
+
+@props
+@given(st.integers(1, 8), st.integers(1, 10))
+def test_rope_spec_rotary_dim_must_match_inv_freq(pairs, half_r):
+    r = 2 * half_r  # even and positive: the mismatch is the only fault
+    if r == 2 * pairs:
+        r += 2
+    with pytest.raises(ValueError):
+        RopeSpec(np.ones(pairs, np.float32), rotary_dim=r)
+
+
 # ---- bad input -----------------------------------------------------------
 
 def good_inputs(head_dim=8, seq=3):
@@ -115,18 +185,23 @@ def good_inputs(head_dim=8, seq=3):
 @props
 @given(st.integers(-10, 20).filter(lambda r: r <= 0 or r % 2 == 1 or r > 8), LAYOUTS)
 def test_bad_rotary_dim(r, layout):
-    x, cos, sin = good_inputs()
+    x, _, _ = good_inputs()
+    # tables r // 2 wide, so that they fit r and only r itself is wrong
+    width = max(r // 2, 0)
+    cos, sin = rope_cos_sin(np.arange(3), np.linspace(1.0, 0.01, max(width, 1)))
+    cos, sin = cos[:, :width], sin[:, :width]
     with pytest.raises(ValueError):
         apply_rope(x, cos, sin, layout, r)
 
 
+# each wrong in one way only: the others still fit x (2, 3, 8)
 @pytest.mark.parametrize("make", [
-    lambda c, s: (c, s[:-1]),                  # different shapes
-    lambda c, s: (c[:, :-1], s[:, :-1]),       # last axis not r/2
+    lambda c, s: (c, s[:1]),                   # different shapes ([1, 4] still broadcasts)
+    lambda c, s: (c[:, :1], s[:, :1]),         # last axis not r/2 (1 wide still broadcasts)
     lambda c, s: (c[:2], s[:2]),               # S does not match
     lambda c, s: (c[None, None], s[None, None]),  # would enlarge x
     lambda c, s: (c * np.nan, s),              # nan
-    lambda c, s: (c, s / 0.0),                 # inf (and nan at 0)
+    lambda c, s: (c, s + np.inf),              # inf
 ])
 def test_bad_tables(make):
     x, cos, sin = good_inputs()

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tinyllm.autograd.tensor import Tensor
-from tinyllm.modern.rope import apply_rope, rope_cos_sin
+from tinyllm.modern.rope import RopeSpec, apply_rope, rope_cos_sin
 
 rng = np.random.default_rng(1234)
 THETA = (10000.0 ** -(np.arange(0, 8, 2) / 8)).astype(np.float32)  # r = 8, four pairs
@@ -79,12 +79,44 @@ def test_gradient_is_inverse_rotation(layout, r):
     np.testing.assert_allclose(x.grad, oracle(g, POS, THETA, layout, r, sign=-1.0), atol=1e-6)
 
 
+def test_easy_to_forget():
+    # float64 keeps its shape and dtype, layout defaults to "half", position 0 is the identity
+    x = rng.standard_normal((4, 8))
+    pos = np.array([0, 3, 9, 40])
+    cos, sin = rope_cos_sin(pos, THETA)
+    y = apply_rope(Tensor(x), cos, sin)
+    assert y.shape == x.shape and y.dtype == np.float64
+    np.testing.assert_allclose(y.data, oracle(x, pos, THETA), atol=1e-6)
+    np.testing.assert_allclose(y.data[0], x[0], atol=1e-12)
+    # a single pair (rotary_dim = 2) is valid
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    np.testing.assert_allclose(rope(x, POS, THETA[:1], "interleaved", r=2), oracle(x, POS, THETA[:1], "interleaved", r=2), atol=1e-6)
+
+
+def test_rope_spec():
+    spec = RopeSpec(THETA)
+    assert (spec.layout, spec.attention_scaling, spec.rotary_dim) == ("half", 1.0, 8)
+    s, theta = 1.1386, THETA[:2]  # interleaved, scaled, head of 10 wider than rotary_dim 4
+    spec = RopeSpec(theta, attention_scaling=s, layout="interleaved", rotary_dim=4)
+    ang = (np.float32(POS)[:, None] * theta).astype(np.float64)
+    cos, sin = spec.cos_sin(POS)
+    np.testing.assert_allclose(cos, s * np.cos(ang), atol=1e-6)
+    np.testing.assert_allclose(sin, s * np.sin(ang), atol=1e-6)
+    x = rng.standard_normal((3, 4, 10)).astype(np.float32)
+    np.testing.assert_allclose(spec.apply(Tensor(x), POS).data, oracle(x, POS, theta, "interleaved", 4, s), atol=2e-6)
+    with pytest.raises(ValueError):
+        RopeSpec(THETA, rotary_dim=6)
+
+
 def test_bad_input_raises():
     x = Tensor(np.ones((4, 8), np.float32))
     cos, sin = rope_cos_sin(POS, THETA)
+    c5, s5 = rope_cos_sin(POS, np.linspace(1.0, 0.01, 5))
+    # each case wrong in one way only: tables r // 2 wide for a bad r, tables that still broadcast otherwise
     bad_apply = [
-        (ValueError, dict(rotary_dim=3)), (ValueError, dict(rotary_dim=0)), (ValueError, dict(rotary_dim=10)),
-        (ValueError, dict(sin=sin[:2])), (ValueError, dict(cos=cos[:, :3], sin=sin[:, :3])),
+        (ValueError, dict(rotary_dim=3, cos=cos[:, :1], sin=sin[:, :1])),
+        (ValueError, dict(rotary_dim=0, cos=cos[:, :0], sin=sin[:, :0])), (ValueError, dict(rotary_dim=10, cos=c5, sin=s5)),
+        (ValueError, dict(sin=sin[:1])), (ValueError, dict(cos=cos[:, :1], sin=sin[:, :1])),
         (ValueError, dict(cos=cos[:3], sin=sin[:3])), (ValueError, dict(cos=cos * np.inf)),
         (ValueError, dict(layout="meta")),
     ]
