@@ -27,6 +27,7 @@ from typing import TextIO
 
 from ol.catalog import CATALOG_PATH, Catalog, Module, load_catalog
 from ol.errors import OlError
+from ol.native_build import C_FLAGS, SHARED_FLAGS, NoCompiler, c_files, find_compiler, include_dirs
 from ol.runner import NotReady, TestRun, plan_overlay, run_course_tests, run_student_tests
 from ol.state import PASSING, STARTED, StateStore
 from ol.workspace import BACKUP_DIR, reset_module, reference_diff, start_module
@@ -179,6 +180,8 @@ def _start(args, ctx: Context) -> int:
             f" (your tests are graded by mutation: at least {module.grading.threshold:.0%} of the "
             "mutants and every pitfall caught)" if module.grading else ""),
     )
+    if c_files(module):
+        _say_how_c_is_built(ctx, module)
 
     unfinished = _unfinished_needs(ctx, module)
     ref = " --ref-deps" if (args.ref_deps or unfinished) else ""
@@ -205,6 +208,19 @@ def _start(args, ctx: Context) -> int:
     return OK
 
 
+def _say_how_c_is_built(ctx: Context, module: Module) -> None:
+    """The compile command of `ol tests` for a C module, or a warning that there is no compiler."""
+    try:
+        compiler = " ".join(find_compiler(module.id))
+    except NoCompiler as error:
+        ctx.warn(str(error))
+        return
+    flags = " ".join((*C_FLAGS, *SHARED_FLAGS, *(f"-I {d}" for d in include_dirs(module))))
+    files = " ".join("python/" + f for f in c_files(module))
+    ctx.say(f"  compiled as   {compiler} {flags} {files}",
+            f"                (by {ctx.ol} tests, at the repository's root, into a temporary folder)")
+
+
 def _unfinished_needs(ctx: Context, module: Module) -> list[tuple[Module, str]]:
     """The needs (transitively) whose course tests have not passed."""
     unfinished = []
@@ -220,8 +236,9 @@ register(Verb(
     _start_args, _start,
     description=(
         "Writes the module's files as stubs generated from its contracts (each body raises\n"
-        "NotImplementedError naming what to write), creates your test folder with a starter test,\n"
-        "and prints the chapter, the course tests, your test folder and the rung.\n"
+        "NotImplementedError naming what to write; in C, it returns an error code), creates your\n"
+        "test folder with a starter test, and prints the chapter, the course tests, your test\n"
+        "folder and the rung.\n"
         "A file that exists is never overwritten: it is kept, and start says so."
     ),
 ))

@@ -13,6 +13,11 @@ ol.pytest_overlay); it never copies or edits a file.
     run = run_course_tests(root, "L7.3", ref_deps=True, capture=True)
     run.exit_code, run.passed, run.failed, run.output
 
+A C module (L9.6) is compiled first, into the run's temporary folder
+(ol.native_build); its binding, tinyllm.native, always comes from the
+reference, and TINYLLM_NATIVE_LIB points it at the fresh build.  A C file
+that does not compile stops the run with BuildFailed (exit 2 in the CLI).
+
 The child is `python -m pytest` with PYTHONPATH=<root>/python first, so the
 repository's own tree wins over any installed copy, cwd=<root>, and no
 writes into the repository: `-p no:cacheprovider` (.pytest_cache),
@@ -35,6 +40,7 @@ from pathlib import Path
 
 from ol.catalog import REFERENCE_TREE, STUDENT_TREE, Catalog, Module, dotted_name, load_catalog
 from ol.errors import OlError
+from ol.native_build import LIBRARY_ENV, build_native, c_files, native_bindings
 from ol.overlay import Source
 
 IMPLEMENTATIONS = ("student", "reference")
@@ -180,6 +186,13 @@ def run_tests(
     overlay = plan_overlay(root, module, catalog=catalog, implementation=implementation,
                            ref_deps=ref_deps, sources=sources)
     with tempfile.TemporaryDirectory(prefix="ol-run-") as tmp:
+        build = build_native(root, module, Path(tmp) / "native", implementation=implementation, sources=sources)
+        native_env = {LIBRARY_ENV: str(build.library)} if build else {}
+        compiler_says = ""
+        if build and build.messages:  # it compiled, with warnings worth reading
+            compiler_says = f"ol: the compiler's warnings for {', '.join(c_files(module))}:\n{build.messages}\n\n"
+        if compiler_says and not capture:
+            print(compiler_says, end="", flush=True)
         overlay_file, results_file = Path(tmp) / "overlay.json", Path(tmp) / "results.json"
         overlay_file.write_text(json.dumps({n: s.to_json() for n, s in overlay.items()}), encoding="utf-8")
         command = (
@@ -188,11 +201,11 @@ def run_tests(
             "-p", "no:cacheprovider", "-p", "no:benchmark",  # neither may write into the repository
             "--rootdir", str(root), *pytest_args,
         )
-        env = child_env(root, OL_OVERLAY=str(overlay_file), OL_RESULTS=str(results_file))
+        env = child_env(root, OL_OVERLAY=str(overlay_file), OL_RESULTS=str(results_file), **native_env)
         if capture:
             done = subprocess.run(command, cwd=root, env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True, timeout=timeout)
-            output = done.stdout
+            output = compiler_says + done.stdout
         else:
             sys.stdout.flush()
             done = subprocess.run(command, cwd=root, env=env, timeout=timeout)
@@ -223,6 +236,11 @@ def plan_overlay(
     or from the reference with ref_deps or implementation="reference"; then
     `sources` replaces any of these (a bare string is shown as living at the
     path it replaces).  Raises NotReady for missing student or reference files.
+
+    C files are not imported, so they are not in the plan (build_native
+    compiles them); the binding package of each C module, e.g. tinyllm.native,
+    is, always from the reference tree, so that it wins over the student's
+    python/tinyllm/native/ folder, which holds only the C.
     """
     if implementation not in IMPLEMENTATIONS:
         raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
@@ -231,12 +249,7 @@ def plan_overlay(
     reference = implementation == "reference"
     closure = catalog.needs_closure(module)
 
-    not_python = [f for f in module.files if not f.endswith(".py")]
-    if not_python and not reference:
-        raise NotReady(f"the tests of {module.id} cannot run on your code yet: "
-                       f"{', '.join(STUDENT_TREE + '/' + f for f in not_python)} is not Python, and ol "
-                       "builds no other language; the module's chapter says how to build and test it")
-    missing_own = [f for f in module.files if f.endswith(".py") and dotted_name(f) not in sources
+    missing_own = [f for f in module.files if dotted_name(f) not in sources
                    and not reference and not (root / STUDENT_TREE / f).exists()]
     if missing_own:
         raise NotReady(f"{module.id} is not started: {', '.join(STUDENT_TREE + '/' + f for f in missing_own)} "
@@ -257,8 +270,17 @@ def plan_overlay(
                 raise NotReady(f"the reference for {owner.id} is missing: {tree}/{file} "
                                "(the course is incomplete here; ask the instructor)")
             plan[name] = Source.from_path(path)
+        for name, file in native_bindings(owner).items():
+            path = root / REFERENCE_TREE / file
+            if not path.exists():
+                raise NotReady(f"the binding of {owner.id}'s C is missing: {REFERENCE_TREE}/{file} "
+                               "(the course is incomplete here; ask the instructor)")
+            plan[name] = Source.from_path(path)
 
+    c_names = {dotted_name(f) for f in c_files(module)}  # compiled by build_native, not imported
     for name, source in sources.items():
+        if name in c_names:
+            continue
         if isinstance(source, str):
             replaced = plan.get(name)
             origin = replaced.path if replaced is not None else str(root / STUDENT_TREE / (name.replace(".", "/") + ".py"))

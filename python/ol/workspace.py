@@ -14,15 +14,18 @@ import difflib
 import shutil
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from ol.c_stubs import c_stub_source
 from ol.catalog import REFERENCE_TREE, STUDENT_TREE, Catalog, Module
 from ol.errors import OlError
+from ol.native_build import c_files, native_bindings
 from ol.state import STATE_DIR
 from ol.stubs import stub_source
 
 BACKUP_DIR = f"{STATE_DIR}/backups"
 DEFAULT_TEST_IMPORTS = ("numpy", "pytest", "hypothesis", "math")
+STUB_MAKERS = {(".py", ".pyi"): stub_source, (".c", ".h"): c_stub_source}  # (file, contract) suffixes
 
 
 class NotStartable(OlError):
@@ -54,20 +57,24 @@ class ResetResult:
 
 
 def fresh_stubs(root: str | Path, module: Module) -> dict[str, str]:
-    """{file (relative to python/): stub text} for every file of the module.
+    """{file (relative to python/): stub text} for every file of the module:
+    a .py file from its .pyi contract (ol.stubs), a .c file from its .h
+    header (ol.c_stubs).
 
-    Raises NotStartable when a file has no contract on disk, or is not a .py
-    file with a .pyi contract (e.g. the C file of a native module).
+    Raises NotStartable when a file has no contract on disk, or is neither
+    of these pairs.
     """
     root = Path(root)
     stubs = {}
     for file in module.files:
         contract = module.contract_for(file)
-        if not file.endswith(".py") or contract is None or not contract.endswith(".pyi"):
+        make_stub = STUB_MAKERS.get((PurePosixPath(file).suffix, PurePosixPath(contract or "").suffix))
+        if make_stub is None:
             raise NotStartable(
                 f"{module.id} cannot be started yet: {STUDENT_TREE}/{file} has "
                 + (f"the contract {contract}, " if contract else "no contract listed in the catalog, ")
-                + "and stubs are generated only for Python files from .pyi contracts. "
+                + "and stubs are generated only for Python files from .pyi contracts and C files "
+                + "from .h headers. "
                 + (f"Read {contract} and write {STUDENT_TREE}/{file} yourself."
                    if contract else "Ask the instructor.")
             )
@@ -75,7 +82,7 @@ def fresh_stubs(root: str | Path, module: Module) -> dict[str, str]:
         if not path.exists():
             raise NotStartable(f"{module.id} cannot be started yet: its contract {contract} is not in "
                                "this checkout (the course is incomplete here; pull, or ask the instructor)")
-        stubs[file] = stub_source(path.read_text(encoding="utf-8"), module.id, file, contract)
+        stubs[file] = make_stub(path.read_text(encoding="utf-8"), module.id, file, contract)
     return stubs
 
 
@@ -122,13 +129,19 @@ def _create(path: Path, text: str) -> bool:
 # ---- the starter test ---------------------------------------------------------
 
 
-def allowed_test_imports(root: str | Path, module: Module) -> tuple[str, ...]:
+def allowed_test_imports(root: str | Path, module: Module, catalog: Catalog | None = None) -> tuple[str, ...]:
     """What the student's own tests may import: the catalog's grading
     allow-list, or else the module's own tinyllm modules and what its
-    contracts import from tinyllm, plus numpy, pytest, hypothesis, math."""
+    contracts import from tinyllm, plus numpy, pytest, hypothesis, math.
+    A C module's tests import its binding (tinyllm.native) and, given the
+    catalog, the Python modules it needs, to compare the C with."""
     if module.grading is not None:
         return module.grading.allowed_imports
     names = list(module.module_names)
+    if c_files(module):
+        names.extend(native_bindings(module))
+        for need in catalog.needs_closure(module) if catalog else ():
+            names.extend(need.module_names)
     for file in module.module_names.values():
         contract = module.contract_for(file)
         path = Path(root) / contract if contract else None
@@ -147,7 +160,7 @@ def starter_test_text(root: str | Path, module: Module, catalog: Catalog) -> str
     allow-list, then the module's example test from its starter file
     (catalog `starter`, default course/starters/<id>.py)."""
     root = Path(root)
-    allowed = allowed_test_imports(root, module)
+    allowed = allowed_test_imports(root, module, catalog)
     wrapped = _wrap(", ".join(allowed), width=74, indent="    ")
     if module.grading is not None:
         grade = (f"Grade them:  ./ol check {module.id}   (rung {module.rung}: at least "
