@@ -166,7 +166,7 @@ def test_a_lazy_verb_whose_code_is_missing_says_so(monkeypatch, capsys):
 
 
 def test_a_module_that_cannot_be_stubbed_says_so(tmp_path):
-    """A catalog entry whose file is not Python (a C module): start refuses
+    """A catalog entry whose contract is not in the checkout: start refuses
     clearly and writes nothing."""
     checkout = copy_checkout(tmp_path / "checkout")
     catalog = checkout / "course/catalog.toml"

@@ -121,8 +121,9 @@ def tl_rope_f32(x, cos, sin, *, layout="half", rotary_dim=None, inverse=False, o
     )  # fmt: skip
     if status != 0:
         raise RuntimeError(
-            f"tl_rope_f32: the C kernel returned {status} ({_RETURN_CODES.get(status, 'unknown')}) on input "
-            "that passed the Python checks; this is a bug in the binding or the kernel, please report it"
+            f"tl_rope_f32: the C kernel returned {status} ({_RETURN_CODES.get(status, 'not a code of tl_rope.h')}) "
+            "on input that passed the Python checks. A stub from `ol start L9.6` returns -1 until you "
+            "implement it; a finished kernel must return TL_ROPE_OK (0) for every input that reaches it"
         )
     return out
 
