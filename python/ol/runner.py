@@ -114,57 +114,36 @@ class TestRun:
         return self.names("skipped")
 
 
-def run_course_tests(
-    root: str | Path,
-    module: Module | str,
-    *,
-    ref_deps: bool = False,
-    sources: Mapping[str, str | Source] | None = None,
-    implementation: str = "student",
-    pytest_args: Sequence[str] = (),
-    capture: bool = False,
-    catalog: Catalog | None = None,
-    timeout: float | None = None,
-) -> TestRun:
-    """Run `module`'s course tests (catalog `course_tests`).
+def run_course_tests(root: str | Path, module: Module | str, **options) -> TestRun:
+    """Run `module`'s course tests (catalog `course_tests`); `options` are
+    run_tests' keywords (ref_deps, sources, implementation, pytest_args,
+    capture, catalog, timeout).
 
     Raises NotReady (with a message naming the fix) if the module's files are
     missing from the student's tree, or, without ref_deps, a need is not
     started; subprocess.TimeoutExpired if `timeout` seconds pass.
     """
-    catalog = catalog or load_catalog(root)
-    module = catalog.get(module) if isinstance(module, str) else module
-    tests = Path(catalog.root) / module.course_tests
-    if not tests.exists():
-        raise NotReady(f"the course tests of {module.id} ({module.course_tests}) are not in this "
-                       "checkout; the course is incomplete here (pull, or ask the instructor)")
-    return run_tests(catalog.root, module, [tests], ref_deps=ref_deps, sources=sources,
-                     implementation=implementation, pytest_args=pytest_args, capture=capture,
-                     catalog=catalog, timeout=timeout)
+    return _run_folder(root, module, "course_tests", options, lambda m: (
+        f"the course tests of {m.id} ({m.course_tests}) are not in this "
+        "checkout; the course is incomplete here (pull, or ask the instructor)"))
 
 
-def run_student_tests(
-    root: str | Path,
-    module: Module | str,
-    *,
-    ref_deps: bool = False,
-    sources: Mapping[str, str | Source] | None = None,
-    implementation: str = "student",
-    pytest_args: Sequence[str] = (),
-    capture: bool = False,
-    catalog: Catalog | None = None,
-    timeout: float | None = None,
-) -> TestRun:
-    """Run the student's own tests (catalog `student_tests`) on the chosen code."""
-    catalog = catalog or load_catalog(root)
+def run_student_tests(root: str | Path, module: Module | str, **options) -> TestRun:
+    """Run the student's own tests (catalog `student_tests`) on the chosen
+    code; `options` as for run_course_tests."""
+    return _run_folder(root, module, "student_tests", options, lambda m: (
+        f"you have no tests for {m.id} yet: {m.student_tests} does not exist "
+        f"(./ol start {m.id} creates it with a starter test)"))
+
+
+def _run_folder(root, module, folder_key: str, options: dict, missing) -> TestRun:
+    """run_tests on the module's test folder named by `folder_key`."""
+    catalog = options.pop("catalog", None) or load_catalog(root)
     module = catalog.get(module) if isinstance(module, str) else module
-    tests = Path(catalog.root) / module.student_tests
+    tests = Path(catalog.root) / getattr(module, folder_key)
     if not tests.exists():
-        raise NotReady(f"you have no tests for {module.id} yet: {module.student_tests} does not exist "
-                       f"(./ol start {module.id} creates it with a starter test)")
-    return run_tests(catalog.root, module, [tests], ref_deps=ref_deps, sources=sources,
-                     implementation=implementation, pytest_args=pytest_args, capture=capture,
-                     catalog=catalog, timeout=timeout)
+        raise NotReady(missing(module))
+    return run_tests(catalog.root, module, [tests], catalog=catalog, **options)
 
 
 def run_tests(
