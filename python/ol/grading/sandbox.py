@@ -111,16 +111,14 @@ def install_fence(repository: Path) -> None:
     can be opened, listed or changed, and no program can be started.
     (Audit hooks cannot be removed: call this only in a forked child.)"""
     root = os.path.realpath(repository)
-    inside = root + os.sep
 
     def blocked(path) -> bool:
         if isinstance(path, int) or path is None:
             return False
         try:
-            resolved = os.path.realpath(os.fsdecode(path))
+            return _within(os.path.realpath(os.fsdecode(path)), root)
         except (TypeError, ValueError):
             return False
-        return resolved == root or resolved.startswith(inside)
 
     def hook(event: str, args: tuple) -> None:
         if event == "open" or event in _WRITE_EVENTS:
@@ -135,6 +133,11 @@ def install_fence(repository: Path) -> None:
             raise PermissionError("ol check: tests may not start other programs")
 
     sys.addaudithook(hook)
+
+
+def _within(path: str, root: str) -> bool:
+    """path is root or lies under it (both resolved)."""
+    return path == root or path.startswith(root + os.sep)
 
 
 # ---- plumbing shared by collector and workers ------------------------------------------
@@ -160,7 +163,7 @@ def _prepare_child(suite: Suite, target_source: str | None = None) -> None:
     _silence()
     os.chdir(suite.workdir)
     fenced = os.path.realpath(suite.fenced)
-    sys.path[:] = [p for p in sys.path if not os.path.realpath(p or ".").startswith(fenced)]
+    sys.path[:] = [p for p in sys.path if not _within(os.path.realpath(p or "."), fenced)]
     sys.path_importer_cache.clear()
     modules = dict(suite.modules)
     if target_source is not None:
