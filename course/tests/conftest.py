@@ -20,6 +20,22 @@ def rope_hf():
 
 
 @pytest.fixture(scope="session")
+def axial_physicsnemo():
+    """The L7.3x golden tables from NVIDIA physicsnemo 2.2.2 (fixtures/L7.3x/axial_physicsnemo.npz)."""
+    from golden import load_fixture
+
+    return load_fixture(REPO / "fixtures" / "L7.3x" / "axial_physicsnemo.npz")
+
+
+@pytest.fixture(scope="session")
+def mrope_hf():
+    """The L7.3x golden M-RoPE values from Hugging Face's Qwen2-VL (fixtures/L7.3x/mrope_hf.npz)."""
+    from golden import load_fixture
+
+    return load_fixture(REPO / "fixtures" / "L7.3x" / "mrope_hf.npz")
+
+
+@pytest.fixture(scope="session")
 def central_difference():
     """central_difference(loss, x0, eps=1e-6) -> d loss / d x at x0, by
     (loss(x + eps e_i) - loss(x - eps e_i)) / (2 eps) for every entry i, in
