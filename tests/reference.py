@@ -17,14 +17,18 @@ from ol.overlay import Source, install_overlay
 REFERENCE = ROOT / "course" / "reference" / "python"
 
 
-@cache
-def _install() -> None:
+def reference_mapping() -> dict[str, Source]:
+    """{dotted name: Source} for every module of the reference tinyllm tree."""
     mapping = {}
     for path in (REFERENCE / "tinyllm").rglob("*.py"):
         parts = path.relative_to(REFERENCE).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        mapping[name] = Source.from_path(path)
-    install_overlay(mapping)
+        mapping[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = Source.from_path(path)
+    return mapping
+
+
+@cache
+def _install() -> None:
+    install_overlay(reference_mapping())
 
 
 def reference_modules(*names: str):
