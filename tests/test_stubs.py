@@ -22,7 +22,6 @@ from reference import reference_mapping
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = load_catalog(ROOT)
 PY_MODULES = [m for m in CATALOG.modules if all(f.endswith(".py") for f in m.files)]
-REFERENCE = ROOT / "course/reference/python"
 
 
 def contract_and_stub(module, file):

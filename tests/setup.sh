@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Install everything the kit's tests need, into the current Python:
+# the package with its dev and oracle extras (pip builds the C kernel), and
+# physicsnemo for the L7.3x oracle.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python -m pip install -e '.[dev,oracle]'
+# physicsnemo (oracle/L7.3x/axial_physicsnemo.py) without its dependencies: it
+# requires torchvision, which would replace torch 2.13.0 (the torchvision built
+# for 2.13 on PyPI is a CUDA build); then what importing its RoPE really needs.
+python -m pip install --no-deps nvidia-physicsnemo==2.2.2
+python -m pip install warp-lang==1.19.0 s3fs==2026.9.0 jaxtyping==0.3.11 requests
