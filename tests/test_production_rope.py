@@ -30,7 +30,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from ol.overlay import Source, install_overlay, remove_overlay
+from ol.overlay import install_overlay, remove_overlay
+from reference import reference_mapping
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "course" / "reference" / "python"
@@ -48,10 +49,7 @@ from golden import load_fixture  # noqa: E402
 def ref():
     """The reference tinyllm, imported in this process over the student's
     skeleton through ol's overlay; removed again after this file's tests."""
-    mapping = {}
-    for path in (REFERENCE / "tinyllm").rglob("*.py"):
-        parts = path.relative_to(REFERENCE).with_suffix("").parts
-        mapping[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = Source.from_path(path)
+    mapping = reference_mapping()
     saved = {n: sys.modules.pop(n) for n in list(sys.modules) if n == "tinyllm" or n.startswith("tinyllm.")}
     finder = install_overlay(mapping)
     try:
@@ -123,11 +121,14 @@ def test_physicsnemo_fixture_records_the_pinned_versions_and_the_source_file():
     assert "must be divisible by 4" in provenance["errors"]["build_axial_rope_cos_sin_2d(4, 4, head_dim=18)"]
 
 
-def test_ci_installs_the_physicsnemo_the_oracle_pins():
+def test_the_test_setup_installs_the_physicsnemo_the_oracle_pins():
     pin = re.search(r'^PHYSICSNEMO = "([^"]+)"', ORACLES[REPO / "fixtures" / "L7.3x" / "axial_physicsnemo.npz"]
                     .read_text(), re.M).group(1)
-    ci = (REPO / ".ci" / "run").read_text()
-    assert f"--no-deps nvidia-physicsnemo=={pin}" in ci, f".ci/run must install nvidia-physicsnemo=={pin} with --no-deps"
+    setup = (REPO / "tests" / "setup.sh").read_text()
+    assert f"--no-deps nvidia-physicsnemo=={pin}" in setup, (
+        f"tests/setup.sh (the README's test setup, run by .ci/run) must install nvidia-physicsnemo=={pin} with --no-deps"
+    )
+    assert "tests/setup.sh" in (REPO / ".ci" / "run").read_text()
 
 
 # ---- the half-precision facts the chapter states (section 10) --------------------
@@ -221,14 +222,15 @@ def test_registry_imports_a_backend_only_when_asked_for():
 # ---- the skeleton, the catalog and the chapter --------------------------------------
 
 
-def test_the_ops_package_skeleton_is_the_same_in_both_trees():
-    student, reference = REPO / "python/tinyllm/ops/__init__.py", REFERENCE / "tinyllm/ops/__init__.py"
-    assert student.read_text() == reference.read_text()
-    tracked = subprocess.run(["git", "ls-files", "python/tinyllm/ops"], cwd=REPO, capture_output=True,
+def test_the_student_tree_is_the_reference_package_skeleton():
+    tracked = subprocess.run(["git", "ls-files", "python/tinyllm"], cwd=REPO, capture_output=True,
                              text=True, check=True).stdout.split()
-    assert tracked == ["python/tinyllm/ops/__init__.py"], (
-        f"the repository's student tree holds only the package skeleton (ol start writes the rest), got {tracked}"
+    assert tracked and all(path.endswith("/__init__.py") for path in tracked), (
+        f"the repository's student tree holds only package skeletons (ol start writes the rest), got {tracked}"
     )
+    for path in tracked:
+        reference = REFERENCE / Path(path).relative_to("python")
+        assert (REPO / path).read_text() == reference.read_text(), f"{path} differs from {reference}"
 
 
 def test_the_chapter_names_every_course_test_and_fixture():

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tinyllm.autograd.tensor import Tensor
 from tinyllm.modern.rope import apply_rope, rope_cos_sin
 from tinyllm.modern.rope_tables import rope_inv_freq
-from tinyllm.ops.registry import UnknownOpError, backends, get_op, ops
+from tinyllm.ops import UnknownOpError, backends, get_op, ops
 
 BACKENDS = ("numpy", "native")  # the contract's backends; the reference ("numpy") first
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
