@@ -60,13 +60,7 @@ Keys (P: number of table positions; shapes as stored):
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import json
-import os
-import platform
 import sys
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -77,20 +71,22 @@ from transformers.models.gpt_neox import modeling_gpt_neox as gpt_neox
 from transformers.models.llama import modeling_llama as llama
 from transformers.models.qwen3 import modeling_qwen3 as qwen3
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURE = Path("fixtures/L7.3/rope_hf.npz")  # relative to REPO
-GENERATOR = Path("oracle/L7.3/rope_hf.py")  # this file, relative to REPO
-COMMAND = f"python {GENERATOR.as_posix()}"
+# Run as a file, not as a package: put oracle/, this script's parent folder, on
+# sys.path for the plumbing every oracle shares (oracle/fixture_file.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import fixture_file  # noqa: E402
+
+FIXTURE = fixture_file.FixtureFile("fixtures/L7.3/rope_hf.npz", generator="oracle/L7.3/rope_hf.py")
 
 # One seed per random array: changing one input never shifts another.
-SEEDS = {
+SEEDS = fixture_file.Seeds({
     "apply/q": 7301,
     "apply/k": 7302,
     "neox/q": 7303,
     "qwen3/q": 7304,
     "qwen3/k": 7305,
     "meta/x": 7306,
-}
+})
 
 # Every position up to the original context, then a spread up to 65535 (the
 # float32 ulp of the angle there is 2**-8 ~ 0.004 rad).
@@ -130,9 +126,13 @@ CONFIGS = {
 # ---- helpers ----------------------------------------------------------------
 
 
-def random_normal(key: str, shape: tuple[int, ...]) -> np.ndarray:
-    """Standard normal float32 array for `key`, from its own seed."""
-    return np.random.default_rng(SEEDS[key]).standard_normal(shape, dtype=np.float32)
+def hf_full_tables(rope: torch.nn.Module, positions: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin exactly as an HF rotary module returns them.
+
+    positions: [B, S] -> tables [B, S, r] = cat(freqs, freqs) through cos / sin, float32.
+    """
+    dummy = torch.zeros(1, dtype=torch.float32)  # the tables come back in this dtype
+    return rope(dummy, torch.from_numpy(positions))
 
 
 def hf_tables(rope: torch.nn.Module, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -141,9 +141,7 @@ def hf_tables(rope: torch.nn.Module, positions: np.ndarray) -> tuple[np.ndarray,
     positions: [S] or [B, S] -> tables positions.shape + (r/2,), float32.
     """
     batched = positions.ndim == 2
-    position_ids = torch.from_numpy(positions if batched else positions[None])  # [B, S]
-    dummy = torch.zeros(1, dtype=torch.float32)  # the tables come back in this dtype
-    cos, sin = rope(dummy, position_ids)  # [B, S, r] = cat(freqs, freqs) through cos / sin
+    cos, sin = hf_full_tables(rope, positions if batched else positions[None])  # [B, S, r]
     half = cos.shape[-1] // 2
     for name, table in (("cos", cos), ("sin", sin)):
         assert table.dtype == torch.float32, f"{name} came back as {table.dtype}, expected float32"
@@ -159,21 +157,31 @@ def as_f32(t: torch.Tensor) -> np.ndarray:
     return t.detach().numpy().copy()
 
 
-def config_record(config, kwargs: dict) -> dict:
-    """What goes into the provenance for one HF config."""
-    return {
+def hf_rotate(model, rope: torch.nn.Module, positions: np.ndarray, q: np.ndarray, k: np.ndarray):
+    """model.apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1) with the full-width
+    tables `rope` returns at per-row positions [B, S]; q, k: [B, H, S, D] -> (q_out, k_out)."""
+    cos, sin = hf_full_tables(rope, positions)  # [B, S, r]
+    q_out, k_out = model.apply_rotary_pos_emb(torch.from_numpy(q), torch.from_numpy(k), cos, sin, unsqueeze_dim=1)
+    return as_f32(q_out), as_f32(k_out)
+
+
+def hf_rotary(config_class, rotary_class, name: str) -> tuple[torch.nn.Module, dict]:
+    """HF's rotary module for CONFIGS[name], and what goes into the provenance for its config."""
+    config = config_class(**CONFIGS[name])
+    rope = rotary_class(config)
+    record = {
         "class": type(config).__name__,
-        "kwargs": kwargs,
+        "kwargs": CONFIGS[name],
         "rope_parameters": dict(config.rope_parameters),  # as HF resolved them
     }
+    return rope, record
 
 
 # ---- the sections: each returns (arrays, provenance record) ------------------
 
 
 def llama_section():
-    cfg = LlamaConfig(**CONFIGS["llama"])
-    rope = llama.LlamaRotaryEmbedding(cfg)
+    rope, record = hf_rotary(LlamaConfig, llama.LlamaRotaryEmbedding, "llama")
     assert rope.attention_scaling == 1.0
     cos, sin = hf_tables(rope, LLAMA_POSITIONS)
     arrays = {
@@ -182,12 +190,11 @@ def llama_section():
         "llama/cos": cos,
         "llama/sin": sin,
     }
-    return arrays, config_record(cfg, CONFIGS["llama"])
+    return arrays, record
 
 
 def yarn_section():
-    cfg = LlamaConfig(**CONFIGS["yarn"])
-    rope = llama.LlamaRotaryEmbedding(cfg)
+    rope, record = hf_rotary(LlamaConfig, llama.LlamaRotaryEmbedding, "yarn")
     cos, sin = hf_tables(rope, LLAMA_POSITIONS)  # already times attention_scaling
     arrays = {
         "yarn/inv_freq": as_f32(rope.inv_freq),
@@ -196,85 +203,73 @@ def yarn_section():
         "yarn/cos": cos,
         "yarn/sin": sin,
     }
-    return arrays, config_record(cfg, CONFIGS["yarn"])
+    return arrays, record
 
 
 def apply_section():
     """llama apply_rotary_pos_emb on [B, H, S, D] q and k with per-row positions."""
-    cfg = LlamaConfig(**CONFIGS["llama"])
-    rope = llama.LlamaRotaryEmbedding(cfg)
+    rope, record = hf_rotary(LlamaConfig, llama.LlamaRotaryEmbedding, "llama")
     positions = np.array([[0, 1, 2, 3, 4], [7, 100, 4095, 65535, 3]], dtype=np.int64)  # [B, S]
-    q = random_normal("apply/q", (2, 3, 5, 64))
-    k = random_normal("apply/k", (2, 3, 5, 64))
-    dummy = torch.zeros(1, dtype=torch.float32)
-    cos, sin = rope(dummy, torch.from_numpy(positions))  # [B, S, 64] full width
-    q_out, k_out = llama.apply_rotary_pos_emb(torch.from_numpy(q), torch.from_numpy(k), cos, sin, unsqueeze_dim=1)
-    cos_half, sin_half = hf_tables(rope, positions)
+    q = SEEDS.normal("apply/q", (2, 3, 5, 64))
+    k = SEEDS.normal("apply/k", (2, 3, 5, 64))
+    q_out, k_out = hf_rotate(llama, rope, positions, q, k)
+    cos, sin = hf_tables(rope, positions)
     arrays = {
         "apply/positions": positions,
         "apply/q": q,
         "apply/k": k,
-        "apply/cos": cos_half,
-        "apply/sin": sin_half,
-        "apply/q_out": as_f32(q_out),
-        "apply/k_out": as_f32(k_out),
+        "apply/cos": cos,
+        "apply/sin": sin,
+        "apply/q_out": q_out,
+        "apply/k_out": k_out,
     }
-    return arrays, config_record(cfg, CONFIGS["llama"])
+    return arrays, record
 
 
 def neox_section():
     """GPT-NeoX partial rotary: rotate q[..., :8] of 16, pass q[..., 8:] through."""
-    cfg = GPTNeoXConfig(**CONFIGS["neox"])
-    rope = gpt_neox.GPTNeoXRotaryEmbedding(cfg)
+    rope, record = hf_rotary(GPTNeoXConfig, gpt_neox.GPTNeoXRotaryEmbedding, "neox")
     positions = np.array([[0, 1, 2, 3, 4], [2047, 100, 7, 1500, 3]], dtype=np.int64)  # [B, S]
-    q = random_normal("neox/q", (2, 3, 5, 16))
-    dummy = torch.zeros(1, dtype=torch.float32)
-    cos, sin = rope(dummy, torch.from_numpy(positions))  # [B, S, 8]
-    rotary_dim = cos.shape[-1]
+    q = SEEDS.normal("neox/q", (2, 3, 5, 16))
+    q_out, _ = hf_rotate(gpt_neox, rope, positions, q, q)  # k unused here
+    cos, sin = hf_tables(rope, positions)  # [B, S, 4]
+    rotary_dim = 2 * cos.shape[-1]
     assert rotary_dim == 8, rotary_dim
-    q_t = torch.from_numpy(q)
-    q_out, _ = gpt_neox.apply_rotary_pos_emb(q_t, q_t, cos, sin, unsqueeze_dim=1)  # k unused here
-    cos_half, sin_half = hf_tables(rope, positions)
     arrays = {
         "neox/inv_freq": as_f32(rope.inv_freq),
         "neox/rotary_dim": np.array(rotary_dim, dtype=np.int64),
         "neox/positions": positions,
-        "neox/cos": cos_half,
-        "neox/sin": sin_half,
+        "neox/cos": cos,
+        "neox/sin": sin,
         "neox/q": q,
-        "neox/q_out": as_f32(q_out),
+        "neox/q_out": q_out,
     }
-    return arrays, config_record(cfg, CONFIGS["neox"])
+    return arrays, record
 
 
 def qwen3_section():
     """Qwen3: theta 1e6, head_dim 128; 4 query heads share 1 key head."""
-    cfg = Qwen3Config(**CONFIGS["qwen3"])
-    rope = qwen3.Qwen3RotaryEmbedding(cfg)
+    rope, record = hf_rotary(Qwen3Config, qwen3.Qwen3RotaryEmbedding, "qwen3")
     cos, sin = hf_tables(rope, QWEN3_POSITIONS)
     apply_positions = np.array([[0, 1, 2, 3, 4, 5], [9, 1023, 32768, 40957, 40958, 40959]], dtype=np.int64)
-    q = random_normal("qwen3/q", (2, 4, 6, 128))
-    k = random_normal("qwen3/k", (2, 1, 6, 128))
-    dummy = torch.zeros(1, dtype=torch.float32)
-    apply_cos, apply_sin = rope(dummy, torch.from_numpy(apply_positions))  # [B, S, 128]
-    q_out, k_out = qwen3.apply_rotary_pos_emb(
-        torch.from_numpy(q), torch.from_numpy(k), apply_cos, apply_sin, unsqueeze_dim=1
-    )
-    apply_cos_half, apply_sin_half = hf_tables(rope, apply_positions)
+    q = SEEDS.normal("qwen3/q", (2, 4, 6, 128))
+    k = SEEDS.normal("qwen3/k", (2, 1, 6, 128))
+    q_out, k_out = hf_rotate(qwen3, rope, apply_positions, q, k)  # k's one head broadcasts
+    apply_cos, apply_sin = hf_tables(rope, apply_positions)
     arrays = {
         "qwen3/inv_freq": as_f32(rope.inv_freq),
         "qwen3/positions": QWEN3_POSITIONS,
         "qwen3/cos": cos,
         "qwen3/sin": sin,
         "qwen3/apply_positions": apply_positions,
-        "qwen3/apply_cos": apply_cos_half,
-        "qwen3/apply_sin": apply_sin_half,
+        "qwen3/apply_cos": apply_cos,
+        "qwen3/apply_sin": apply_sin,
         "qwen3/q": q,
         "qwen3/k": k,
-        "qwen3/q_out": as_f32(q_out),
-        "qwen3/k_out": as_f32(k_out),
+        "qwen3/q_out": q_out,
+        "qwen3/k_out": k_out,
     }
-    return arrays, config_record(cfg, CONFIGS["qwen3"])
+    return arrays, record
 
 
 # Meta's llama/model.py, rewritten here line for line in torch: the interleaved
@@ -309,7 +304,7 @@ def meta_section():
     start_pos, seqlen = 65528, 8
     inv_freq = meta_inv_freq(cfg["dim"], cfg["theta"])
     freqs_cis = meta_freqs_cis(inv_freq, cfg["end"])[start_pos : start_pos + seqlen]  # as Meta slices it
-    x = random_normal("meta/x", (2, seqlen, 3, cfg["dim"]))
+    x = SEEDS.normal("meta/x", (2, seqlen, 3, cfg["dim"]))
     out = meta_apply_rotary_emb(torch.from_numpy(x), freqs_cis)
     arrays = {
         "meta/inv_freq": as_f32(inv_freq),
@@ -335,84 +330,25 @@ SECTIONS = {
 # ---- provenance and writing --------------------------------------------------
 
 
-def sha256(array: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
-
-
-def pinned_versions() -> dict[str, str]:
-    """The oracle extra's pins from pyproject.toml, e.g. {'torch': '2.13.0', ...}."""
-    with open(REPO / "pyproject.toml", "rb") as f:
-        extra = tomllib.load(f)["project"]["optional-dependencies"]["oracle"]
-    return dict(req.replace(" ", "").split("==", 1) for req in extra)
-
-
-def check_versions() -> None:
-    installed = {"torch": torch.__version__.split("+")[0], "transformers": transformers.__version__}
-    wrong = {name: (installed[name], pin) for name, pin in pinned_versions().items() if installed.get(name) != pin}
-    if wrong:
-        listing = ", ".join(f"{name} {got} (pinned {pin})" for name, (got, pin) in wrong.items())
-        sys.exit(
-            f"{GENERATOR}: installed {listing}. The fixture records what the pinned versions compute; "
-            f"install them with: python -m pip install -e '.[oracle]'"
-        )
-
-
 def build() -> dict[str, np.ndarray]:
     """Every array, plus __provenance__ describing them."""
+    # The fixture records what the oracle extra's pins compute: exit on any other version.
+    fixture_file.check_versions(FIXTURE, {"torch": torch.__version__, "transformers": transformers.__version__})
     arrays, configs = {}, {}
     with torch.no_grad():
         for name, section in SECTIONS.items():
             section_arrays, configs[name] = section()
             arrays.update(section_arrays)
-    provenance = {
-        "fixture": FIXTURE.as_posix(),
-        "generator": GENERATOR.as_posix(),
-        "command": COMMAND,
+    return fixture_file.with_provenance(arrays, {
+        **FIXTURE.header(),
         "versions": {"transformers": transformers.__version__, "torch": torch.__version__},
         # Recorded for the record; the arrays should not depend on these, but cos and sin
         # come from MKL's vector math on this CPU (see fixtures/L7.3/README.md).
-        "environment": {
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-            "machine": platform.machine(),
-            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        },
-        "random": {"generator": "numpy.random.default_rng(seed).standard_normal(shape, dtype=float32)",
-                   "seeds": SEEDS},
+        "environment": fixture_file.environment(),
+        "random": SEEDS.record(),
         "configs": configs,
-        "arrays": {
-            key: {"shape": list(a.shape), "dtype": a.dtype.str, "sha256": sha256(a)} for key, a in arrays.items()
-        },
-    }
-    arrays["__provenance__"] = np.array(json.dumps(provenance, indent=1))  # 0-d unicode: no pickle needed
-    return arrays
-
-
-def write(arrays: dict[str, np.ndarray], path: Path) -> None:
-    """savez_compressed into a temporary file, then rename: never a half-written fixture.
-    numpy stamps every zip member 1980-01-01, so equal arrays give equal bytes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "wb") as f:
-            np.savez_compressed(f, **arrays)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, metavar="DIR",
-                        help=f"write DIR/{FIXTURE.name} (default: rewrite {FIXTURE} in the repository)")
-    args = parser.parse_args(argv)
-    check_versions()
-    path = (args.out / FIXTURE.name) if args.out else REPO / FIXTURE
-    arrays = build()
-    write(arrays, path)
-    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB, {len(arrays) - 1} arrays + __provenance__)")
+    })
 
 
 if __name__ == "__main__":
-    main()
+    fixture_file.main(FIXTURE, build, __doc__)

@@ -65,31 +65,29 @@ Keys (h, w: the grid; D: head_dim):
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib.metadata
 import importlib.util
-import json
-import os
-import platform
 import sys
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import torch
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURE = Path("fixtures/L7.3x/axial_physicsnemo.npz")  # relative to REPO
-GENERATOR = Path("oracle/L7.3x/axial_physicsnemo.py")  # this file, relative to REPO
-COMMAND = f"python {GENERATOR.as_posix()}"
+# Run as a file, not as a package: put oracle/, this script's parent folder, on
+# sys.path for the plumbing every oracle shares (oracle/fixture_file.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import fixture_file  # noqa: E402
+
+FIXTURE = fixture_file.FixtureFile("fixtures/L7.3x/axial_physicsnemo.npz",
+                                   generator="oracle/L7.3x/axial_physicsnemo.py")
 PHYSICSNEMO = "2.2.2"  # .ci/run installs this version; tests/test_production_rope.py checks they agree
 INSTALL = (
     f"python -m pip install --no-deps nvidia-physicsnemo=={PHYSICSNEMO} && "
     "python -m pip install warp-lang==1.19.0 s3fs==2026.9.0 jaxtyping==0.3.11 requests"
 )
 
-SEEDS = {"axial_a/x": 7311, "axial_b/x": 7312, "rope1d/x": 7313}
+SEEDS = fixture_file.Seeds({"axial_a/x": 7311, "axial_b/x": 7312, "rope1d/x": 7313})
 
 AXIAL = {  # case -> (grid (h, w), head_dim, theta)
     "axial_a": ((5, 7), 16, 10000.0),
@@ -108,7 +106,7 @@ def load_physicsnemo_rope():
     try:
         import physicsnemo
     except ImportError as error:
-        sys.exit(f"{GENERATOR}: cannot import physicsnemo ({error}).\nInstall it as CI does:\n    {INSTALL}")
+        sys.exit(f"{FIXTURE.generator}: cannot import physicsnemo ({error}).\nInstall it as CI does:\n    {INSTALL}")
     path = Path(physicsnemo.__file__).parent / "nn" / "module" / "rope.py"
     spec = importlib.util.spec_from_file_location("physicsnemo_nn_module_rope", path)
     module = importlib.util.module_from_spec(spec)
@@ -116,26 +114,7 @@ def load_physicsnemo_rope():
     return physicsnemo, module, path
 
 
-def check_versions(physicsnemo) -> None:
-    with open(REPO / "pyproject.toml", "rb") as f:
-        extra = tomllib.load(f)["project"]["optional-dependencies"]["oracle"]
-    torch_pin = next(req.split("==", 1)[1] for req in extra if req.replace(" ", "").startswith("torch=="))
-    installed = {"nvidia-physicsnemo": physicsnemo.__version__, "torch": torch.__version__.split("+")[0]}
-    pinned = {"nvidia-physicsnemo": PHYSICSNEMO, "torch": torch_pin.strip()}
-    wrong = [f"{name} {installed[name]} (pinned {pin})" for name, pin in pinned.items() if installed[name] != pin]
-    if wrong:
-        sys.exit(
-            f"{GENERATOR}: installed {', '.join(wrong)}. The fixture records what the pinned versions compute; "
-            f"install them with: python -m pip install -e '.[oracle]' && {INSTALL}"
-        )
-
-
 # ---- helpers ----------------------------------------------------------------------
-
-
-def random_normal(key: str, shape: tuple[int, ...]) -> np.ndarray:
-    """Standard normal float32 array for `key`, from its own seed."""
-    return np.random.default_rng(SEEDS[key]).standard_normal(shape, dtype=np.float32)
 
 
 def per_pair(table: torch.Tensor, what: str) -> np.ndarray:
@@ -156,17 +135,13 @@ def error_of(call) -> str:
     raise AssertionError("expected an error, the call returned")
 
 
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 # ---- the sections: each returns (arrays, provenance record) -----------------------
 
 
 def axial_section(rope, case: str):
     (h, w), head_dim, theta = AXIAL[case]
     cos, sin = rope.build_axial_rope_cos_sin_2d(h, w, head_dim, theta=theta)  # each (h, w, D)
-    x = random_normal(f"{case}/x", (AXIAL_BATCH[case], 2, h, w, head_dim))  # [B, heads, h, w, D]
+    x = SEEDS.normal(f"{case}/x", (AXIAL_BATCH[case], 2, h, w, head_dim))  # [B, heads, h, w, D]
     out = rope.apply_rotary_pos_emb(torch.from_numpy(x), cos, sin)  # tables broadcast over [B, heads]
     arrays = {
         f"{case}/grid": np.array([h, w], dtype=np.int64),
@@ -210,7 +185,7 @@ def rope1d_section(rope):
     cos, sin = provider()  # (max_seq_len, D)
     cut_cos, cut_sin = provider(seq_len=cfg["seq_len"])
     assert torch.equal(cut_cos, cos[: cfg["seq_len"]]) and torch.equal(cut_sin, sin[: cfg["seq_len"]])
-    x = random_normal("rope1d/x", (2, 3, cfg["seq_len"], cfg["head_dim"]))
+    x = SEEDS.normal("rope1d/x", (2, 3, cfg["seq_len"], cfg["head_dim"]))
     out = rope.apply_rotary_pos_emb(torch.from_numpy(x), cut_cos, cut_sin)
     arrays = {
         "rope1d/head_dim": np.array(cfg["head_dim"], dtype=np.int64),
@@ -243,7 +218,12 @@ def errors(rope) -> dict[str, str]:
 def build() -> dict[str, np.ndarray]:
     """Every array, plus __provenance__ describing them."""
     physicsnemo, rope, rope_path = load_physicsnemo_rope()
-    check_versions(physicsnemo)
+    fixture_file.check_versions(
+        FIXTURE,
+        installed={"nvidia-physicsnemo": physicsnemo.__version__, "torch": torch.__version__},
+        pinned={"nvidia-physicsnemo": PHYSICSNEMO, **fixture_file.oracle_pins("torch")},
+        install=f"{fixture_file.ORACLE_INSTALL} && {INSTALL}",
+    )
     arrays, configs = {}, {}
     with torch.no_grad():
         for case in AXIAL:
@@ -253,63 +233,24 @@ def build() -> dict[str, np.ndarray]:
             section_arrays, configs[name] = section(rope)
             arrays.update(section_arrays)
         raised = errors(rope)
-    provenance = {
-        "fixture": FIXTURE.as_posix(),
-        "generator": GENERATOR.as_posix(),
-        "command": COMMAND,
+    return fixture_file.with_provenance(arrays, {
+        **FIXTURE.header(),
         "install": INSTALL,
         "versions": {"nvidia-physicsnemo": physicsnemo.__version__, "torch": torch.__version__,
                      "warp-lang": importlib.metadata.version("warp-lang")},
         "source": {
             "file": "physicsnemo/nn/module/rope.py",
-            "sha256": sha256(rope_path.read_bytes()),
+            "sha256": hashlib.sha256(rope_path.read_bytes()).hexdigest(),
             "loaded_as": "the file run as a module of its own after `import physicsnemo`; physicsnemo/nn/__init__.py "
                          "is not run (it imports timm, which imports torchvision, CUDA-only on PyPI)",
         },
         # Recorded for the record; the arrays should not depend on these.
-        "environment": {
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-            "machine": platform.machine(),
-            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        },
-        "random": {"generator": "numpy.random.default_rng(seed).standard_normal(shape, dtype=float32)",
-                   "seeds": SEEDS},
+        "environment": fixture_file.environment(),
+        "random": SEEDS.record(),
         "configs": configs,
         "errors": raised,
-        "arrays": {
-            key: {"shape": list(a.shape), "dtype": a.dtype.str, "sha256": sha256(np.ascontiguousarray(a).tobytes())}
-            for key, a in arrays.items()
-        },
-    }
-    arrays["__provenance__"] = np.array(json.dumps(provenance, indent=1))  # 0-d unicode: no pickle needed
-    return arrays
-
-
-def write(arrays: dict[str, np.ndarray], path: Path) -> None:
-    """savez_compressed into a temporary file, then rename: never a half-written fixture.
-    numpy stamps every zip member 1980-01-01, so equal arrays give equal bytes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "wb") as f:
-            np.savez_compressed(f, **arrays)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, metavar="DIR",
-                        help=f"write DIR/{FIXTURE.name} (default: rewrite {FIXTURE} in the repository)")
-    args = parser.parse_args(argv)
-    path = (args.out / FIXTURE.name) if args.out else REPO / FIXTURE
-    arrays = build()
-    write(arrays, path)
-    print(f"wrote {path} ({path.stat().st_size / 1e3:.1f} kB, {len(arrays) - 1} arrays + __provenance__)")
+    })
 
 
 if __name__ == "__main__":
-    main()
+    fixture_file.main(FIXTURE, build, __doc__)

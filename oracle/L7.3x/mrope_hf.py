@@ -35,13 +35,7 @@ Keys:
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import json
-import os
-import platform
 import sys
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -50,12 +44,14 @@ import transformers
 from transformers.models.qwen2_vl import modeling_qwen2_vl as qwen2_vl
 from transformers.models.qwen2_vl.configuration_qwen2_vl import Qwen2VLTextConfig
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURE = Path("fixtures/L7.3x/mrope_hf.npz")  # relative to REPO
-GENERATOR = Path("oracle/L7.3x/mrope_hf.py")  # this file, relative to REPO
-COMMAND = f"python {GENERATOR.as_posix()}"
+# Run as a file, not as a package: put oracle/, this script's parent folder, on
+# sys.path for the plumbing every oracle shares (oracle/fixture_file.py).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import fixture_file  # noqa: E402
 
-SEEDS = {"mrope/q": 7321, "mrope/k": 7322}
+FIXTURE = fixture_file.FixtureFile("fixtures/L7.3x/mrope_hf.npz", generator="oracle/L7.3x/mrope_hf.py")
+
+SEEDS = fixture_file.Seeds({"mrope/q": 7321, "mrope/k": 7322})
 
 SECTIONS = [16, 24, 24]  # Qwen2-VL's mrope_section: 64 pairs, head_dim 128
 CONFIG = dict(  # a tiny text model: only the rotary settings matter
@@ -80,11 +76,6 @@ def position_ids() -> np.ndarray:
     return np.array(rows, dtype=np.int64).transpose(2, 0, 1)  # [B, S, 3] -> [3, B, S]
 
 
-def random_normal(key: str, shape: tuple[int, ...]) -> np.ndarray:
-    """Standard normal float32 array for `key`, from its own seed."""
-    return np.random.default_rng(SEEDS[key]).standard_normal(shape, dtype=np.float32)
-
-
 def half_width(table: torch.Tensor, what: str) -> np.ndarray:
     """HF's [..., r] table cat(t, t) -> [..., r/2] float32."""
     half = table.shape[-1] // 2
@@ -99,7 +90,7 @@ def mrope_section():
     assert list(rope.mrope_section) == SECTIONS and rope.attention_scaling == 1.0
     pid = position_ids()
     cos, sin = rope(torch.zeros(1, dtype=torch.float32), torch.from_numpy(pid))  # each [B, S, 128]
-    q, k = random_normal("mrope/q", (2, 2, 12, 128)), random_normal("mrope/k", (2, 1, 12, 128))
+    q, k = SEEDS.normal("mrope/q", (2, 2, 12, 128)), SEEDS.normal("mrope/k", (2, 1, 12, 128))
     q_out, k_out = qwen2_vl.apply_rotary_pos_emb(torch.from_numpy(q), torch.from_numpy(k), cos, sin, unsqueeze_dim=1)
     arrays = {
         "mrope/inv_freq": rope.inv_freq.numpy().copy(),
@@ -121,72 +112,21 @@ def mrope_section():
 # ---- provenance and writing --------------------------------------------------
 
 
-def sha256(array: np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
-
-
-def check_versions() -> None:
-    with open(REPO / "pyproject.toml", "rb") as f:
-        extra = tomllib.load(f)["project"]["optional-dependencies"]["oracle"]
-    pinned = {name: pin for name, pin in (req.replace(" ", "").split("==", 1) for req in extra if "==" in req)
-              if name in ("torch", "transformers")}
-    installed = {"torch": torch.__version__.split("+")[0], "transformers": transformers.__version__}
-    wrong = [f"{name} {installed[name]} (pinned {pin})" for name, pin in pinned.items() if installed[name] != pin]
-    if wrong:
-        sys.exit(f"{GENERATOR}: installed {', '.join(wrong)}. The fixture records what the pinned versions "
-                 "compute; install them with: python -m pip install -e '.[oracle]'")
-
-
 def build() -> dict[str, np.ndarray]:
+    """Every array, plus __provenance__ describing them."""
+    # The fixture records what the oracle extra's pins compute: exit on any other version.
+    fixture_file.check_versions(FIXTURE, {"torch": torch.__version__, "transformers": transformers.__version__})
     with torch.no_grad():
         arrays, record = mrope_section()
-    provenance = {
-        "fixture": FIXTURE.as_posix(),
-        "generator": GENERATOR.as_posix(),
-        "command": COMMAND,
+    return fixture_file.with_provenance(arrays, {
+        **FIXTURE.header(),
         "versions": {"transformers": transformers.__version__, "torch": torch.__version__},
         # Recorded for the record; cos and sin come from MKL's vector math on this CPU.
-        "environment": {
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-            "machine": platform.machine(),
-            "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        },
-        "random": {"generator": "numpy.random.default_rng(seed).standard_normal(shape, dtype=float32)",
-                   "seeds": SEEDS},
+        "environment": fixture_file.environment(),
+        "random": SEEDS.record(),
         "configs": {"mrope": record},
-        "arrays": {
-            key: {"shape": list(a.shape), "dtype": a.dtype.str, "sha256": sha256(a)} for key, a in arrays.items()
-        },
-    }
-    arrays["__provenance__"] = np.array(json.dumps(provenance, indent=1))  # 0-d unicode: no pickle needed
-    return arrays
-
-
-def write(arrays: dict[str, np.ndarray], path: Path) -> None:
-    """savez_compressed into a temporary file, then rename: never a half-written fixture."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "wb") as f:
-            np.savez_compressed(f, **arrays)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, metavar="DIR",
-                        help=f"write DIR/{FIXTURE.name} (default: rewrite {FIXTURE} in the repository)")
-    args = parser.parse_args(argv)
-    check_versions()
-    path = (args.out / FIXTURE.name) if args.out else REPO / FIXTURE
-    arrays = build()
-    write(arrays, path)
-    print(f"wrote {path} ({path.stat().st_size / 1e3:.1f} kB, {len(arrays) - 1} arrays + __provenance__)")
+    })
 
 
 if __name__ == "__main__":
-    main()
+    fixture_file.main(FIXTURE, build, __doc__)
