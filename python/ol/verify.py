@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ol.catalog import REFERENCE_TREE, Module, dotted_name, load_catalog
-from ol.errors import OlError
 
 OK, FAILED = 0, 1
 
@@ -60,11 +59,10 @@ def verify_module(root: Path, module_id: str, *, workers: int = 2) -> VerifyResu
 
         target = dotted_name(graded.target)
         reference_text = (root / REFERENCE_TREE / graded.target).read_text()
-        try:
-            pitfalls = load_pitfalls(root / graded.pitfalls, reference_text, f"{REFERENCE_TREE}/{graded.target}")
-        except OlError as error:
-            pitfalls = []
-            result.problems.append(str(error))
+        pitfall_errors: list[str] = []
+        pitfalls = load_pitfalls(root / graded.pitfalls, reference_text, f"{REFERENCE_TREE}/{graded.target}",
+                                 errors=pitfall_errors)
+        result.problems.extend(pitfall_errors)
         for pitfall in pitfalls:
             jobs[f"pitfall {pitfall.id}"] = {target: pitfall.source}
         for number, path in enumerate(graded.alternates, start=1):
@@ -91,7 +89,10 @@ def verify_module(root: Path, module_id: str, *, workers: int = 2) -> VerifyResu
             result.check(not missed, f"pitfall {pitfall.id} fails {', '.join(pitfall.caught_by)}",
                          f"pitfall {pitfall.id} is NOT caught by {', '.join(missed)} (it fails: "
                          f"{', '.join(sorted(failed)) or 'nothing'})")
-        _verify_grading(root, module, result, workers)
+        if pitfall_errors:
+            result.problems.append("the model answer is not graded until every pitfall applies to the reference")
+        else:
+            _verify_grading(root, module, result, workers)
     return result
 
 

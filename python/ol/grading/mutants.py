@@ -226,29 +226,44 @@ def _without_raise_arguments(source: str) -> str | None:
 # ---- pitfalls and the reviewed equivalent list ----------------------------------
 
 
-def load_pitfalls(path: Path, reference_source: str, reference_name: str) -> list[Pitfall]:
-    """The pitfall mutants in `path` applied to the reference text."""
+def load_pitfalls(path: Path, reference_source: str, reference_name: str, errors: list[str] | None = None) -> list[Pitfall]:
+    """The pitfall mutants in `path` applied to the reference text.
+
+    A pitfall whose edits do not apply raises MutantSetError, or, when an
+    `errors` list is given, is described there and left out.
+    """
     data = _read_toml(path)
     pitfalls = []
     for entry in data.get("pitfall", []):
-        pid = entry.get("id", "?")
-        source = reference_source
-        for number, edit in enumerate(entry.get("edit", []), start=1):
-            count = reference_source.count(edit["old"])
-            if count != 1:
-                raise MutantSetError(
-                    f"pitfall {pid} in {path}: edit {number}'s `old` text occurs {count} times in "
-                    f"{reference_name}, expected exactly once. The reference changed: update the edit so "
-                    f"it matches one place.\n--- old text:\n{edit['old']}"
-                )
-            source = source.replace(edit["old"], edit["new"])
-        if source == reference_source:
-            raise MutantSetError(f"pitfall {pid} in {path} changes nothing: give it at least one edit")
+        try:
+            source = _apply_edits(entry, reference_source, reference_name, path)
+        except MutantSetError as error:
+            if errors is None:
+                raise
+            errors.append(str(error))
+            continue
         pitfalls.append(Pitfall(
-            id=pid, misconception=entry["misconception"], symptom=entry["symptom"],
+            id=entry.get("id", "?"), misconception=entry["misconception"], symptom=entry["symptom"],
             caught_by=tuple(entry.get("caught_by", ())), source=source,
         ))
     return pitfalls
+
+
+def _apply_edits(entry: dict, reference_source: str, reference_name: str, path: Path) -> str:
+    pid = entry.get("id", "?")
+    source = reference_source
+    for number, edit in enumerate(entry.get("edit", []), start=1):
+        count = reference_source.count(edit["old"])
+        if count != 1:
+            raise MutantSetError(
+                f"pitfall {pid} in {path}: edit {number}'s `old` text occurs {count} times in "
+                f"{reference_name}, expected exactly once. The reference changed: update the edit so "
+                f"it matches one place.\n--- old text:\n{edit['old']}"
+            )
+        source = source.replace(edit["old"], edit["new"])
+    if source == reference_source:
+        raise MutantSetError(f"pitfall {pid} in {path} changes nothing: give it at least one edit")
+    return source
 
 
 def load_equivalents(path: Path) -> list[Equivalent]:

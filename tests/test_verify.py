@@ -1,0 +1,58 @@
+"""`ol verify` on every module of the course, and that it reports a module
+whose pieces have drifted apart."""
+
+from __future__ import annotations
+
+import re
+
+from kit import ROOT, copy_checkout, explain, run_ol
+from ol.catalog import load_catalog
+
+PITFALLS = "course/mutants/L7.3/pitfalls.toml"
+EQUIVALENT = "course/mutants/L7.3/equivalent.toml"
+
+
+def test_every_module_of_the_course_is_sound(tmp_path):
+    r = run_ol(ROOT, "verify", cwd=tmp_path, timeout=1200)
+    assert r.returncode == 0, explain(r)
+    for module in load_catalog(ROOT).modules:
+        assert f"ol verify {module.id}: sound" in r.stdout, explain(r)
+    lines = r.stdout.splitlines()
+    for pitfall in ("s01", "s02", "s03", "s04", "s05", "s06", "s07"):
+        assert any(re.match(rf"\s+ok\s+pitfall {pitfall} fails test_", line) for line in lines), explain(r)
+    assert "the model answer scores 1.00" in r.stdout, explain(r)
+
+
+def edit(checkout, path: str, old: str, new: str):
+    file = checkout / path
+    text = file.read_text()
+    assert old in text, f"{path} no longer holds {old!r}: update this test"
+    file.write_text(text.replace(old, new, 1))
+
+
+def test_verify_reports_a_pitfall_that_misses_the_test_it_names(tmp_path):
+    checkout = copy_checkout(tmp_path / "checkout")
+    edit(checkout, PITFALLS, 'caught_by = ["test_partial_rotary_golden"]', 'caught_by = ["test_hand_example"]')
+    r = run_ol(checkout, "verify", "L7.3", cwd=tmp_path, timeout=1200)
+    assert r.returncode == 1 and "ol verify L7.3: PROBLEMS" in r.stdout, explain(r)
+    assert "pitfall s03 is NOT caught by test_hand_example" in r.stdout, explain(r)
+
+
+def test_verify_reports_a_pitfall_edit_that_no_longer_applies(tmp_path):
+    checkout = copy_checkout(tmp_path / "checkout")
+    interleaved = "rot.shape)  # a_0, b_0, a_1, b_1, ..."  # in the old text of s07's edit only
+    edit(checkout, PITFALLS, interleaved, interleaved.replace("a_0, b_0", "a0, b0"))
+    r = run_ol(checkout, "verify", "L7.3", cwd=tmp_path, timeout=1200)
+    assert r.returncode == 1, explain(r)
+    assert "pitfall s07" in r.stdout and "occurs 0 times" in r.stdout, explain(r)
+    assert "the model answer is not graded until every pitfall applies" in r.stdout, explain(r)
+
+
+def test_verify_reports_an_equivalent_entry_mutmut_no_longer_generates(tmp_path):
+    checkout = copy_checkout(tmp_path / "checkout")
+    file = checkout / EQUIVALENT
+    file.write_text(file.read_text() + '\n[[equivalent]]\nid = "apply_rope:0000000000"\n'
+                    'function = "apply_rope"\nreason = "a mutant of a reference that has since changed"\n')
+    r = run_ol(checkout, "verify", "L7.3", cwd=tmp_path, timeout=1200)
+    assert r.returncode == 1, explain(r)
+    assert "apply_rope:0000000000" in r.stdout and "no longer generated" in r.stdout, explain(r)
