@@ -259,6 +259,28 @@ def test_ol_check_usage_errors(finished_checkout):
 # ---- the parts --------------------------------------------------------------------------
 
 
+def test_grafted_variants_get_the_verdicts_of_fresh_interpreters(tmp_path):
+    """The grader grafts each variant onto the loaded reference (fast); a fresh
+    interpreter importing the variant's file is the plain truth.  They must
+    agree: on the pitfalls, the alternate, every module- and class-level
+    mutant, and a spread of function mutants, for a suite that catches some
+    and misses others."""
+    catalog = load_catalog(ROOT)
+    module = catalog.get("L7.3")
+    mutants = build_mutant_set(REFERENCE_ROPE, ROOT / module.grading.pitfalls, ROOT / module.grading.equivalent)
+    chosen = [m for m in mutants.counted if "." not in m.function and not m.function.startswith("_")][::9]
+    chosen += [m for m in mutants.counted if m.function in ("<module>", "RopeSpec", "RopeSpec.__post_init__")]
+    jobs = [sandbox.Job(f"pitfall:{p.id}", p.source) for p in mutants.pitfalls]
+    jobs += [sandbox.Job("alternate", (ROOT / module.grading.alternates[0]).read_text())]
+    jobs += [sandbox.Job(m.id, m.source) for m in chosen]
+    suite = _private_suite(ROOT, catalog, module, SUITES / "shapes-and-errors", tmp_path)
+    grafted = sandbox.run_stages(suite, [sandbox.Stage(tuple(jobs), time_limit=30)], time_limit=30).verdicts
+    fresh = {job.key: sandbox.fresh_verdict(suite, job, run_all=False, time_limit=30) for job in jobs}
+    differ = {key: (grafted[key].status, fresh[key].status) for key in fresh if grafted[key].killed != fresh[key].killed}
+    assert not differ, f"grafted vs fresh verdicts differ: {differ}"
+    assert len({v.killed for v in fresh.values()}) == 2, "the sample should hold caught and missed variants"
+
+
 def test_spliced_mutants_are_mutmuts_own():
     """ol builds each mutant's file by splicing mutmut's mutated node into the
     text; it must be the program mutmut's own deep_replace gives."""
