@@ -135,6 +135,12 @@ def install_fence(repository: Path) -> None:
     sys.addaudithook(hook)
 
 
+def _scope(key: str) -> str:
+    """The function a job's variant changes: "apply_rope" for the mutant id
+    "apply_rope:3f2a1b9c04"; the job kind ("pitfall", "alternate") otherwise."""
+    return key.split(":", 1)[0]
+
+
 def _within(path: str, root: str) -> bool:
     """path is root or lies under it (both resolved)."""
     return path == root or path.startswith(root + os.sep)
@@ -203,7 +209,7 @@ class _Collector:
         self.workers, self.fallback_limit = max(1, workers), fallback_limit
         self.collect_errors: list[str] = []
         self.reference_seconds: float | None = None
-        self.kills: dict[str, int] = {}   # test node id -> variants it was first to fail
+        self.kills: dict[str, dict[str, int]] = {}   # scope -> test node id -> variants it was first to fail
 
     def pytest_collectreport(self, report) -> None:
         if report.failed:
@@ -228,13 +234,21 @@ class _Collector:
                 return True
         return True
 
-    def _ordered(self, items, stage: Stage) -> list:
-        """Tests that caught the most variants so far run first (a mutant is
-        usually caught by the same few tests); a stable sort keeps file order
-        otherwise, and runs that report every failure keep it entirely."""
+    def _ordered(self, items, stage: Stage, job: Job) -> list:
+        """Tests that caught the most variants so far run first: those that
+        caught variants of the same function before all others (mutants of one
+        function are mostly caught by the same few tests), then by all kills.
+        A stable sort keeps file order otherwise; runs that report every
+        failure keep it entirely."""
         if stage.run_all_tests or not self.kills:
             return items
-        return sorted(items, key=lambda item: -self.kills.get(item.nodeid, 0))
+        here, everywhere = self.kills.get(_scope(job.key), {}), self.kills.get("", {})
+        return sorted(items, key=lambda item: (-here.get(item.nodeid, 0), -everywhere.get(item.nodeid, 0)))
+
+    def _count_kill(self, verdict: Verdict) -> None:
+        for scope in ("", _scope(verdict.key)):
+            counts = self.kills.setdefault(scope, {})
+            counts[verdict.failed[0]] = counts.get(verdict.failed[0], 0) + 1
 
     def _limit(self, stage: Stage) -> float:
         if stage.time_limit is not None:
@@ -252,7 +266,7 @@ class _Collector:
         def done(verdict: Verdict) -> None:
             verdicts.append(verdict)
             if verdict.killed and verdict.failed:
-                self.kills[verdict.failed[0]] = self.kills.get(verdict.failed[0], 0) + 1
+                self._count_kill(verdict)
             _send(self.out, {"event": "verdict", **verdict.__dict__})
 
         while pending or running:
@@ -262,7 +276,7 @@ class _Collector:
                 pid = os.fork()
                 if pid == 0:
                     os.close(read_fd)
-                    _worker(self.suite, job, self._ordered(items, stage), write_fd, stage.run_all_tests)
+                    _worker(self.suite, job, self._ordered(items, stage, job), write_fd, stage.run_all_tests)
                 os.close(write_fd)
                 running[read_fd] = _Watch(job.key, pid, read_fd, limit)
             wait = max(0.0, min(w.deadline for w in running.values()) - time.monotonic())
