@@ -8,6 +8,7 @@ shown with their diff and the function they live in.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import textwrap
 from dataclasses import asdict
@@ -72,8 +73,6 @@ def to_text(result: CheckResult) -> str:
 
 
 def _needed(result: CheckResult) -> int:
-    import math
-
     return max(0, math.ceil(result.threshold * result.counted - 1e-9) - result.killed)
 
 
