@@ -1,41 +1,36 @@
 """`ol check`: grade a student's own tests by mutation.
 
-    1. the module's course tests pass on the student's code;
-    2. the student's test folder passes the static check (ol.grading.static_check);
-    3. the suite passes on the reference and on every alternate correct
+    1. the module's golden fixtures are intact (a corrupted one is the
+       course's fault: named, with the command that regenerates it);
+    2. the course tests pass on the student's code (the tests run trusted;
+       the student's module runs confined on the other side of a proxy);
+    3. the student's test folder passes the static check (ol.grading.static_check);
+    4. the suite passes on the reference and on every alternate correct
        implementation ("your test rejects a correct implementation" otherwise);
-    4. the suite runs against the pitfall mutants and every counted generated
-       mutant; a mutant is killed when the suite fails, hangs or crashes on it.
+    5. the suite runs against the pitfall mutants and every counted generated
+       mutant, shuffled, with the correct implementations run again among
+       them; a mutant is killed when the suite fails, hangs or crashes on it.
 
     score  = killed / counted   (pitfalls and generated mutants alike)
     passed = score >= threshold and every pitfall killed
 
-The student's tests run from a private copy in a temporary folder, against
-tinyllm modules served from memory, fenced off from the repository
-(ol.grading.sandbox): nothing in the repository changes during a check.
+How runs are confined, and what each mode guarantees: README.md in this folder.
 """
 
 from __future__ import annotations
 
 import ast
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ol.catalog import REFERENCE_TREE, Catalog, Module, dotted_name, load_catalog
-from ol.errors import OlError
-from ol.grading import sandbox
-from ol.grading.mutants import MutantSet, build_mutant_set
+from ol.catalog import dotted_name
+from ol.grading import confine
+from ol.grading.engine import EngineFault
+from ol.grading.session import GradingFault, GradingSession, NotGraded  # noqa: F401  (NotGraded: API)
+from ol.grading.stages import PASSED, Grader, SuiteProblem, describe
 from ol.grading.static_check import check_test_folder
-
-REFERENCE_KEY = "reference"
-
-
-class NotGraded(OlError):
-    """The module has no graded tests (no [module.grading] in the catalog)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +65,9 @@ class CheckResult:
     output: str = ""      # pytest's report of the suite on a correct implementation it rejects
     excluded: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    confinement: str = ""  # "confined" or "unconfined" (ol.grading.confine)
+    course_tests: dict[str, int] = field(default_factory=dict)   # {"passed": n, "total": n}
+    killed_by: dict[str, str] = field(default_factory=dict)      # variant id -> first test that failed on it
 
 
 def check_module(
@@ -82,88 +80,124 @@ def check_module(
     workers: int = 2,
     time_limit: float = 60.0,
     on_event: Callable[[dict], None] | None = None,
+    mode: str | None = None,
+    start_method: str = "fork",
+    sharing: str = "isolated",
+    session: GradingSession | None = None,
 ) -> CheckResult:
     """Grade the tests in `tests` (default: the student's folder for the module).
 
-    course_tests=False skips step 1 (the instructor's `ol verify` grades the
-    model answer against the reference).  time_limit bounds collecting the
-    suite and each run on a correct implementation; a mutant gets 2 s + 10x
-    the reference's run time, at most time_limit.
+    course_tests=False skips step 2 (the instructor's `ol verify` grades the
+    model answer).  time_limit bounds the course tests, collecting the suite
+    and each run on a correct implementation; a mutant gets 2 s + 10x the
+    slowest correct run, at most time_limit.  mode is confine.CONFINED or
+    UNCONFINED (default: confined when bubblewrap works here).  sharing is
+    "isolated" (every run collects the suite afresh: the instructor's grade)
+    or "shared" (the suite is collected once: the student's fast local
+    check); README.md here says what each guarantees.
+
+    Raises GradingFault (exit 2, no score) when the grader itself fails.
     """
     started = time.monotonic()
-    root = Path(root).resolve()
-    catalog = load_catalog(root)
-    module = catalog.get(module_id)
-    grading = module.grading
-    if grading is None:
-        raise NotGraded(
-            f"{module.id} has no graded tests: `ol check` grades modules whose catalog entry has "
-            f"[module.grading] ({', '.join(m.id for m in catalog.modules if m.grading)}). "
-            f"Run ./ol tests {module.id} for its course tests."
-        )
-    tests = Path(tests) if tests is not None else root / module.student_tests
-    result = CheckResult(module=module.id, threshold=grading.threshold)
+    session = session or GradingSession(root, module_id)
+    root, module, grading = session.root, session.module, session.grading
+    tests = Path(tests).resolve() if tests is not None else root / module.student_tests
+    result = CheckResult(module=module.id, threshold=grading.threshold, confinement=mode or _mode())
+    result.excluded = {"message_only": len(session.mutants.message_only), "equivalent": len(session.mutants.equivalent)}
 
-    def stop(reason: str, problems: list[str]) -> CheckResult:
-        result.reason, result.problems = reason, problems
+    def stop(reason: str, problems: list[str], output: str = "") -> CheckResult:
+        result.reason, result.problems, result.output = reason, problems, output
         result.seconds = time.monotonic() - started
         return result
 
+    check_fixtures(session)
     if course_tests:
-        from ol.runner import run_course_tests
-
-        run = run_course_tests(root, module, ref_deps=ref_deps, capture=True, catalog=catalog)
-        if not run.ok:
-            failing = run.failed or [f"pytest exit code {run.exit_code}"]
-            return stop("course tests fail on your code: fix them first (./ol tests "
-                        f"{module.id}{' --ref-deps' if ref_deps else ''})", failing)
-
+        student, overrides = session.student_variant(ref_deps)
     if not tests.is_dir():
-        return stop(f"no test folder {tests.relative_to(root) if tests.is_relative_to(root) else tests}: "
-                    f"./ol start {module.id} creates it with a starter test", [])
-    violations = check_test_folder(tests, root, grading.allowed_imports, _contract_names(root, catalog, grading))
-    if violations:
-        return stop("your tests do things graded tests may not (they were not run)", [str(v) for v in violations])
+        return stop(f"no test folder {_shown(tests, root)}: ./ol start {module.id} creates it with a starter test", [])
+    violations = check_test_folder(tests, root, grading.allowed_imports, contract_names(session))
 
-    mutants = build_mutant_set(root / REFERENCE_TREE / grading.target, root / grading.pitfalls, root / grading.equivalent)
-    result.excluded = {"message_only": len(mutants.message_only), "equivalent": len(mutants.equivalent)}
-    with tempfile.TemporaryDirectory(prefix="ol-check-") as work:
-        suite = _private_suite(root, catalog, module, tests, Path(work))
-        stages = _stages(root, grading, mutants, time_limit)
-        if on_event is not None:
-            on_event({"event": "plan", "runs": sum(len(stage.jobs) for stage in stages)})
-        try:
-            run = sandbox.run_stages(suite, stages, workers=workers, time_limit=time_limit, on_event=on_event)
-        except sandbox.SuiteProblem as problem:
-            return stop("your tests could not be run", str(problem).splitlines())
-        _retry_without_grafting(suite, run, stages, time_limit)
-        result.output = _why_rejected(suite, run, stages, time_limit, Path(work))
+    try:
+        with session.engine({"student": tests}, workers=workers, mode=result.confinement,
+                            start_method=start_method, sharing=sharing) as engine:
+            grader = Grader(session, engine, time_limit=time_limit, on_event=on_event)
+            if course_tests:
+                course = grader.course_tests(student, overrides)
+                result.course_tests = {"passed": len(course.passed), "total": len(course.outcomes)}
+                if not course.ok:
+                    return stop(_course_reason(module.id, ref_deps, course), course.failed or
+                                [f"the course tests took longer than {time_limit:.0f} s on your code: look for a loop"
+                                 if course.timed_out else "pytest could not run them"], course.output)
+            if violations:
+                return stop("your tests do things graded tests may not (they were not run)", [str(v) for v in violations])
+            try:
+                first = grader.correct_implementations()
+                rejected = [v for v in first if v.status != PASSED]
+                if rejected:
+                    lines = [f"your test rejects a correct implementation: "
+                             f"{', '.join(v.failed) or '(no single test: ' + v.detail + ')'} {v.status} on "
+                             f"{describe(v.key)}" + (f" ({v.detail})" if v.detail and v.failed else "") for v in rejected]
+                    variant = session.reference if rejected[0].key == "reference" else next(
+                        a for a in session.alternates if a.key == rejected[0].key)
+                    return stop("your tests fail on a correct implementation", lines, grader.report_on(variant)[-6000:])
+                verdicts = grader.variants(session.pitfall_variants() + session.mutant_variants())
+            except SuiteProblem as problem:
+                return stop(problem.reason, problem.lines, problem.output)
+    except EngineFault as fault:
+        raise GradingFault(f"the grader failed: {fault}") from None
 
-    rejecting = [v for v in run.verdicts.values() if v.key == REFERENCE_KEY or v.key.startswith("alternate:")]
-    rejected = [v for v in rejecting if v.status != sandbox.PASSED]
-    if rejected:
-        lines = []
-        for v in rejected:
-            which = "the reference" if v.key == REFERENCE_KEY else f"a second correct implementation ({v.key})"
-            tests_named = ", ".join(v.failed) or "(no single test: " + v.detail + ")"
-            lines.append(f"your test rejects a correct implementation: {tests_named} {v.status} on {which}"
-                         + (f" ({v.detail})" if v.detail and v.failed else ""))
-        return stop("your tests fail on a correct implementation", lines)
-
-    by_pitfall = [(p, run.verdicts.get(f"pitfall:{p.id}")) for p in mutants.pitfalls]
-    by_mutant = [(m, run.verdicts.get(m.id)) for m in mutants.counted]
-    result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(v and v.killed)) for p, v in by_pitfall]
-    result.survivors = [Survivor(m.id, m.function, m.diff) for m, v in by_mutant if not (v and v.killed)]
-    result.counted = len(by_pitfall) + len(by_mutant)
-    result.killed = sum(o.killed for o in result.pitfalls) + sum(bool(v and v.killed) for _, v in by_mutant)
+    pitfalls = [(p, verdicts.get(f"pitfall:{p.id}")) for p in session.mutants.pitfalls]
+    mutants = [(m, verdicts.get(m.id)) for m in session.mutants.counted]
+    result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(v and v.killed)) for p, v in pitfalls]
+    result.survivors = [Survivor(m.id, m.function, m.diff) for m, v in mutants if not (v and v.killed)]
+    result.killed_by = {key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed}
+    result.counted = len(pitfalls) + len(mutants)
+    result.killed = sum(o.killed for o in result.pitfalls) + sum(bool(v and v.killed) for _, v in mutants)
     result.score = result.killed / result.counted if result.counted else 1.0
     result.passed = result.score >= grading.threshold and all(o.killed for o in result.pitfalls)
     result.seconds = time.monotonic() - started
     return result
 
 
-def _contract_names(root: Path, catalog: Catalog, grading) -> dict[str, frozenset[str]]:
+def _mode() -> str:
+    from ol.grading.session import default_mode
+
+    return default_mode()
+
+
+def _course_reason(module_id: str, ref_deps: bool, course) -> str:
+    return ("course tests fail on your code: fix them first (./ol tests "
+            f"{module_id}{' --ref-deps' if ref_deps else ''})")
+
+
+def _shown(path: Path, root: Path) -> str:
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
+def check_fixtures(session: GradingSession) -> None:
+    """Every golden fixture of the module matches its own provenance; a
+    broken one is the course's fault, never the student's."""
+    import sys
+
+    support = str(session.root / "course" / "tests")
+    sys.path.insert(0, support)
+    try:
+        from golden import FixtureError, load_fixture
+    except ImportError:
+        return
+    finally:
+        sys.path.remove(support)
+    for fixture in session.module.fixtures:
+        if fixture.endswith(".npz"):
+            try:
+                load_fixture(session.root / fixture)
+            except FixtureError as error:
+                raise GradingFault(f"a golden fixture of {session.module.id} is broken (not your code): {error}") from None
+
+
+def contract_names(session: GradingSession) -> dict[str, frozenset[str]]:
     """Public names of each allowed tinyllm module's contract."""
+    root, catalog, grading = session.root, session.catalog, session.grading
     names: dict[str, frozenset[str]] = {}
     for module in catalog.modules:
         for file in module.files:
@@ -183,82 +217,22 @@ def _contract_names(root: Path, catalog: Catalog, grading) -> dict[str, frozense
     return names
 
 
-def _private_suite(root: Path, catalog: Catalog, module: Module, tests: Path, work: Path) -> sandbox.Suite:
-    """The student's tests copied into `work`, and every tinyllm module the
-    graded module and its needs consist of, as reference texts."""
-    # the copy sits where the student's folder sits, so reports name their paths
-    copy = work / (tests.relative_to(root) if tests.is_relative_to(root) else Path("tests") / tests.name)
-    shutil.copytree(tests, copy, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".hypothesis"))
-    (work / "pytest.ini").write_text("[pytest]\n")
-    files: dict[str, str] = {}
-    for owner in (*catalog.needs_closure(module), module):
-        for file in owner.files:
-            if file.endswith(".py"):
-                files[dotted_name(file)] = file
-    for name in list(files):
-        parts = name.split(".")
-        for depth in range(1, len(parts)):
-            package = ".".join(parts[:depth])
-            files.setdefault(package, "/".join(parts[:depth]) + "/__init__.py")
-    reference = root / REFERENCE_TREE
-    modules = {name: (reference / file).read_text() for name, file in files.items()}
-    origins = {name: str(work / "lib" / file) for name, file in files.items()}
-    return sandbox.Suite(tests=copy, workdir=work, modules=modules, origins=origins,
-                         target=dotted_name(module.grading.target), fenced=root)
-
-
-def _stages(root: Path, grading, mutants: MutantSet, time_limit: float) -> list[sandbox.Stage]:
-    alternates = tuple(
-        sandbox.Job(f"alternate:{number}", (root / path).read_text())
-        for number, path in enumerate(grading.alternates, start=1)
-    )
-    graded = tuple(sandbox.Job(f"pitfall:{p.id}", p.source) for p in mutants.pitfalls) + tuple(
-        sandbox.Job(m.id, m.source) for m in mutants.counted
-    )
-    return [
-        sandbox.Stage((sandbox.Job(REFERENCE_KEY),), run_all_tests=True, stop_unless_all_pass=True, time_limit=time_limit),
-        sandbox.Stage(alternates, run_all_tests=True, stop_unless_all_pass=True, time_limit=time_limit),
-        sandbox.Stage(graded),
-    ]
-
-
-def _why_rejected(suite: sandbox.Suite, run: sandbox.RunResult, stages, time_limit: float, work: Path) -> str:
-    """pytest's own report (short tracebacks) of the suite on the first correct
-    implementation it fails, run afresh in the sandbox; "" if none fails."""
-    jobs = {job.key: job for stage in stages[:2] for job in stage.jobs}
-    for key, job in jobs.items():
-        verdict = run.verdicts.get(key)
-        if verdict is not None and verdict.status in (sandbox.FAILED, sandbox.CRASHED):
-            report = work / "report.txt"
-            sandbox.fresh_verdict(suite, job, run_all=True, time_limit=time_limit, output=report)
-            text = report.read_text(errors="replace") if report.exists() else ""
-            return text[-6000:]
-    return ""
-
-
-def _retry_without_grafting(suite: sandbox.Suite, run: sandbox.RunResult, stages, time_limit: float) -> None:
-    """A variant that could not be grafted in place runs in a fresh interpreter."""
-    jobs = {job.key: job for stage in stages for job in stage.jobs}
-    for key, verdict in list(run.verdicts.items()):
-        if verdict.status == sandbox.ERROR:
-            run.verdicts[key] = sandbox.fresh_verdict(suite, jobs[key], run_all=False, time_limit=time_limit)
-
-
-def equivalent_verdicts(root: Path, module_id: str, *, tests: Path, workers: int = 2, time_limit: float = 60.0) -> list[str]:
+def equivalent_verdicts(root: Path, module_id: str, *, tests: Path, workers: int = 2, time_limit: float = 60.0,
+                        session: GradingSession | None = None) -> list[str]:
     """Ids of the module's reviewed equivalent mutants that `tests` catch
     (`ol verify` runs the model answer: a caught one is not equivalent)."""
-    root = Path(root).resolve()
-    catalog = load_catalog(root)
-    module = catalog.get(module_id)
-    grading = module.grading
-    mutants = build_mutant_set(root / REFERENCE_TREE / grading.target, root / grading.pitfalls, root / grading.equivalent)
-    if not mutants.equivalent:
+    session = session or GradingSession(root, module_id)
+    equivalents = session.mutant_variants("equivalent")
+    if not equivalents:
         return []
-    with tempfile.TemporaryDirectory(prefix="ol-verify-") as work:
-        suite = _private_suite(root, catalog, module, Path(tests), Path(work))
-        stages = [
-            sandbox.Stage((sandbox.Job(REFERENCE_KEY),), run_all_tests=True, stop_unless_all_pass=True, time_limit=time_limit),
-            sandbox.Stage(tuple(sandbox.Job(m.id, m.source) for m in mutants.equivalent)),
-        ]
-        run = sandbox.run_stages(suite, stages, workers=workers, time_limit=time_limit)
-    return [m.id for m in mutants.equivalent if run.verdicts.get(m.id) is not None and run.verdicts[m.id].killed]
+    try:
+        with session.engine({"student": Path(tests)}, workers=workers) as engine:
+            grader = Grader(session, engine, time_limit=time_limit)
+            grader.correct_implementations()
+            verdicts = grader.variants(equivalents, repeats=False)
+    except EngineFault as fault:
+        raise GradingFault(f"the grader failed: {fault}") from None
+    return [key for key, verdict in verdicts.items() if verdict.killed]
+
+
+__all__ = ["CheckResult", "PitfallOutcome", "Survivor", "check_module", "equivalent_verdicts", "confine"]

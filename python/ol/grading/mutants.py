@@ -80,10 +80,11 @@ def generate_mutants(reference_source: str, filename: str = "reference.py", cach
     """Every mutant mutmut generates from `reference_source`, in file order.
 
     Results are cached in `cache_dir` (default: the user's cache directory,
-    never the repository) under a key made of the source's sha256 and the
-    mutmut version, so the slow part runs once per reference edit.
+    never the repository) under a key made of everything that shapes them:
+    the source, the mutmut and libcst versions, and this file's own code, so
+    the slow part runs once per reference edit.
     """
-    key = hashlib.sha256(f"{MUTMUT_VERSION}\n{reference_source}".encode()).hexdigest()[:24]
+    key = hashlib.sha256(f"{_generator_fingerprint()}\n{reference_source}".encode()).hexdigest()[:24]
     cache_file = (cache_dir or _default_cache_dir()) / f"mutants-{key}.json"
     try:
         return [Mutant(**entry) for entry in json.loads(cache_file.read_text())]
@@ -98,6 +99,20 @@ def generate_mutants(reference_source: str, filename: str = "reference.py", cach
     except OSError:
         pass  # a read-only home only costs time
     return mutants
+
+
+def _generator_fingerprint() -> str:
+    """mutmut's and libcst's versions and the text of this module."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = []
+    for package in ("mutmut", "libcst"):
+        try:
+            versions.append(f"{package}=={version(package)}")
+        except PackageNotFoundError:
+            versions.append(f"{package} missing")
+    own = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    return " ".join(versions) + " " + own
 
 
 def _default_cache_dir() -> Path:

@@ -1,0 +1,206 @@
+"""The local check's shared collection: collect the suite once, then fork one
+clean run per variant.
+
+This loop itself runs inside a confined run (its own unprivileged user,
+namespaces and limits; ol.grading.confine).  It collects the student's suite,
+which runs the suite's code in this process, then forks one run per request.
+Each run starts from the state right after collection, the same for every
+run, and gets new user, mount, network, IPC and pid namespaces, a fresh /tmp
+and /dev/shm, its capabilities dropped, and only its own two descriptors
+(the channel to its implementation and its report to the observer).  So no
+run can leave anything for a later one: not a file, a socket, shared memory,
+a process, a signal.
+
+Why the code below looks unusual: once collect() returns, the suite's code
+has run here and may have replaced any Python function or attribute (of
+`os`, of pytest, of this package).  So everything the loop uses afterwards is
+bound to a local variable *before* collecting, and is a builtin or a method
+of a C type, which Python code cannot change; the loop calls no Python
+function of ours until a forked run hands over to the suite.  Sys.addaudithook
+is refused from before collection, so no audit hook of the suite's can run
+here either.  What remains possible for code that writes this process's
+memory directly (ctypes, numpy's raw memory) is in README.md: the local check
+is feedback, the instructor's isolated grade is the authority.
+
+Frames (little-endian):
+    observer -> here  b"R" u32 run id, u8 run all tests, u16 n, n x u16 test index
+                      + SCM_RIGHTS [channel, report]
+                      b"K" u32 run id                      kill that run
+    here -> observer  b"C" u32 n, then n bytes of test ids joined by newlines
+                      b"P" u32 n, then n bytes of text     the suite does not collect
+                      b"D" u32 run id, i32 exit status     a run ended
+"""
+
+from __future__ import annotations
+
+import _signal
+import _socket
+import ctypes
+import gc
+import os
+import resource
+import select
+import socket
+import sys
+
+from ol.grading import confine
+
+EXIT_THREADS = 5
+
+_CLONE_NEWUSER = 0x10000000
+_RUN_NAMESPACES = _CLONE_NEWUSER | 0x00020000 | 0x40000000 | 0x08000000 | 0x20000000  # user, mount, net, IPC, pid
+_CAP_VERSION_3 = 0x20080522
+
+
+def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits) -> int:
+    """Collect with collect() -> (items, test ids) or an exit code, then serve
+    run requests on control_fd until it closes; returns the exit status."""
+    # ---- bound before the suite's code runs; nothing else is used afterwards -------------
+    fork, waitpid, kill, exit_, getuid, getgid = os.fork, os.waitpid, os.kill, os._exit, os.getuid, os.getgid
+    open_, read, write, close, dup, dup2, closerange = os.open, os.read, os.write, os.close, os.dup, os.dup2, os.closerange
+    pidfd_open, wait_readable, setrlimit = os.pidfd_open, select.select, resource.setrlimit
+    recvmsg, sendall = _socket.socket.recvmsg, _socket.socket.sendall
+    set_signal, settrace, setprofile, listdir = _signal.signal, sys.settrace, sys.setprofile, os.listdir
+    gc_collect, gc_freeze = gc.collect, gc.freeze
+    from_bytes, to_bytes, memview, byte_order = int.from_bytes, int.to_bytes, memoryview, "little"
+    libc = ctypes.CDLL(None, use_errno=True)
+    unshare, mount, prctl, capset, munmap = libc.unshare, libc.mount, libc.prctl, libc.capset, libc.munmap
+    munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+    max_fd = limits.open_files
+    cap_header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
+    no_caps = (ctypes.c_uint32 * 6)()
+    ancillary = socket.CMSG_SPACE(2 * 4)
+    rdonly, wronly = os.O_RDONLY, os.O_WRONLY
+    limits_now = [(resource.RLIMIT_AS, resource.getrlimit(resource.RLIMIT_AS)),
+                  (resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files)),
+                  (resource.RLIMIT_FSIZE, (limits.file_size, limits.file_size))]
+    catchable = [n for n in range(1, 65) if n not in (9, 19, 32, 33)]
+    sig_dfl, sig_ign, sigpipe = 0, 1, 13
+    uid_map = f"{getuid()} {getuid()} 1".encode()
+    gid_map = f"{getgid()} {getgid()} 1".encode()
+    control = socket.socket(fileno=control_fd)
+    sys.addaudithook(_refuse_more_hooks)
+
+    collected = collect()                       # <- the suite's code runs here
+    if isinstance(collected[0], int):
+        problem = collected[1]
+        text = (problem.get("problem", "") + "\n" + problem.get("detail", "")).encode()
+        sendall(control, b"P" + to_bytes(len(text), 4, byte_order) + text)
+        return collected[0]
+    items, test_ids = collected
+    # ---- from here on: only the names bound above -------------------------------------------
+    settrace(None)
+    setprofile(None)
+    for number in catchable:
+        try:
+            set_signal(number, sig_ign if number == sigpipe else sig_dfl)
+        except (OSError, ValueError, RuntimeError):
+            pass
+    if len(listdir("/proc/self/task")) != 1:
+        text = b"your tests start threads while being collected (at import time); start them inside tests"
+        sendall(control, b"P" + to_bytes(len(text), 4, byte_order) + text)
+        return EXIT_THREADS
+    gc_collect()
+    gc_freeze()    # the runs share the collected suite's pages instead of copying them
+    joined = "\n".join(test_ids).encode()
+    sendall(control, b"C" + to_bytes(len(joined), 4, byte_order) + joined)
+
+    runs = {}                                     # pidfd -> (run id, pid)
+    buffer = b""
+    while True:
+        ready = wait_readable([control_fd, *runs], [], [])[0]
+        for fd in ready:
+            if fd != control_fd:
+                run_id, pid = runs.pop(fd)
+                status = waitpid(pid, 0)[1]
+                code = (128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF
+                close(fd)
+                sendall(control, b"D" + to_bytes(run_id, 4, byte_order) + to_bytes(code, 4, byte_order, signed=True))
+                continue
+            data, ancdata, _, _ = recvmsg(control, 65536, ancillary)
+            if not data and not ancdata:
+                return 0                          # the observer is done
+            fds = []
+            for _, _, cmsg in ancdata:
+                fds += [from_bytes(cmsg[i:i + 4], byte_order) for i in range(0, len(cmsg) - len(cmsg) % 4, 4)]
+            buffer += data
+            while buffer:
+                kind = buffer[:1]
+                if kind == b"K" and len(buffer) >= 5:
+                    victim = from_bytes(buffer[1:5], byte_order)
+                    buffer = buffer[5:]
+                    for run_id, pid in runs.values():
+                        if run_id == victim:
+                            try:
+                                kill(pid, 9)
+                            except OSError:
+                                pass
+                    continue
+                if kind != b"R" or len(buffer) < 8:
+                    break
+                count = from_bytes(buffer[6:8], byte_order)
+                if len(buffer) < 8 + 2 * count:
+                    break
+                run_id, run_all = from_bytes(buffer[1:5], byte_order), buffer[5] == 1
+                order = [from_bytes(buffer[8 + 2 * i:10 + 2 * i], byte_order) for i in range(count)]
+                buffer = buffer[8 + 2 * count:]
+                channel, report = fds[0], fds[1]
+                fds = fds[2:]
+                pid = fork()
+                if pid == 0:
+                    # ---- one run: fresh namespaces of its own, then the suite --------------
+                    code = 70
+                    try:
+                        if unshare(_RUN_NAMESPACES) != 0:
+                            exit_(70)
+                        for path, text in ((b"/proc/self/setgroups", b"deny"), (b"/proc/self/uid_map", uid_map),
+                                           (b"/proc/self/gid_map", gid_map)):
+                            fd = open_(path, wronly)
+                            write(fd, text)
+                            close(fd)
+                        for source, target, kind_, flags, options in (
+                            (b"none", b"/", None, 16384 | (1 << 18), None),                  # MS_REC | MS_PRIVATE
+                            (b"tmpfs", b"/tmp", b"tmpfs", 2 | 4, b"size=512m,mode=0700"),    # fresh, this run's only
+                            (b"tmpfs", b"/dev/shm", b"tmpfs", 2 | 4 | 8, b"size=64m,mode=0700"),
+                        ):  # the kit is read-only already: the collector's own confinement made it so
+                            if mount(source, target, kind_, flags, options) != 0:
+                                exit_(70)
+                        first = fork()                    # pid 1 of the run's own pid namespace
+                        if first != 0:
+                            status = waitpid(first, 0)[1]
+                            exit_((128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF)
+                        prctl(1, 9, 0, 0, 0)              # PR_SET_PDEATHSIG: SIGKILL when its guard goes
+                        if capset(cap_header, no_caps) != 0:
+                            exit_(70)
+                        # shared memory mapped while collecting would join every run: unmap it
+                        maps = open_(b"/proc/self/maps", rdonly)
+                        listing = b""
+                        while chunk := read(maps, 65536):
+                            listing += chunk
+                        close(maps)
+                        for line in listing.split(b"\n"):
+                            fields = line.split()
+                            if len(fields) > 1 and fields[1][3:4] == b"s":
+                                low, high = fields[0].split(b"-")
+                                munmap(int(low, 16), int(high, 16) - int(low, 16))
+                        for kind_, value in limits_now:
+                            setrlimit(kind_, value)
+                        kept_channel, kept_report = dup(channel), dup(report)
+                        dup2(kept_channel, 3)
+                        dup2(kept_report, 4)
+                        closerange(5, max_fd)
+                        null = open_(b"/dev/null", rdonly)
+                        dup2(null, 0), dup2(null, 1), dup2(null, 2)
+                        if null > 4:
+                            close(null)
+                        code = run_items(items, order, run_all)    # <- the suite runs against one variant
+                    finally:
+                        exit_(code)
+                close(channel)
+                close(report)
+                runs[pidfd_open(pid)] = (run_id, pid)
+
+
+def _refuse_more_hooks(event: str, args: tuple) -> None:
+    if event == "sys.addaudithook":
+        raise RuntimeError("graded tests may not add audit hooks")

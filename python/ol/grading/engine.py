@@ -1,0 +1,671 @@
+"""The observer: runs tests against implementations, each pair in its own
+confined processes, and records how each run ended.
+
+    ol (this process, trusted)        never imports a student's code
+     ├─ tests sandbox    (bwrap)      warm process for the tests' side (ol.grading.zygote)
+     └─ impl sandbox     (bwrap)      warm process for the implementation's side
+
+For one run the observer makes a socket pair, hands one end to a fresh
+implementation run (it knows the variant) and the other to a fresh tests run
+(it knows nothing but the suite), and waits.  The outcome is what it observes:
+the tests run's exit status as its warm parent saw it, or the deadline that
+this process measured passing first.  Nothing a run writes can name the job
+it belongs to: the mapping from run to job lives here only.
+
+With start_method="spawn" there are no warm processes and no fork: every run
+is a fresh interpreter (in its own bwrap when confined) that sets itself up,
+runs once and exits; its exit status is observed by this process directly.
+Slower, and what macOS and Windows laptops would use.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ol.grading import confine
+from ol.grading.wire import PeerGone, WireError, recv_message, send_message
+
+OL_PACKAGE = Path(__file__).resolve().parents[1]   # the `ol` package: all a sandbox sees of the kit's code
+READY_TIMEOUT = 180.0    # seconds a warm process may take to import numpy, pytest and the rest
+KILL_GRACE = 20.0        # seconds a killed run may take to be reported
+
+
+class EngineFault(Exception):
+    """The grader's own machinery failed (a sandbox died or would not start):
+    an internal fault, never a verdict."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a warm process is given once: its role, the files of its kit
+    (path relative to the kit -> bytes) and the rest of its setup message."""
+
+    role: str                       # "tests" or "impl"
+    header: dict
+    files: dict[str, bytes] = field(default_factory=dict)
+
+
+@dataclass
+class Run:
+    """One run: an anonymous request for the tests' side, the variant for the
+    implementation's side, and the time the tests may take."""
+
+    id: int
+    tests: dict | Callable[[], dict]   # a callable is asked at start time (the test order can change)
+    impl: dict
+    time_limit: float
+
+
+@dataclass
+class Outcome:
+    id: int
+    exit: int | None = None          # the tests run's exit status; None if it ran out of time
+    seconds: float = 0.0
+    timed_out: bool = False
+    report: list[dict] = field(default_factory=list)   # what the tests run said: information only
+    impl_exit: int | None = None
+    impl_report: list[dict] = field(default_factory=list)
+    impl_stopped: bool = False       # the implementation run was ended on the observer's request
+    fault: str | None = None         # the sandbox failed to confine or run it
+
+
+# ---- one warm process --------------------------------------------------------------------
+
+
+class _Sandbox:
+    """A process running ol.grading.zygote, in bwrap when confined."""
+
+    def __init__(self, setup: Setup, mode: str, hidden: Path, spawn_once: bool = False):
+        self.setup, self.mode = setup, mode
+        ours, theirs = socket.socketpair()
+        boot = (f"import sys; sys.path.insert(0, {str(self._runtime())!r}); "
+                f"from ol.grading.zygote import {'main_once' if spawn_once else 'main'} as m; m({theirs.fileno()})")
+        command = [sys.executable, "-c", boot]
+        env = dict(setup.header.get("env", {}))
+        if mode == confine.CONFINED:
+            command = confine.bwrap_command(OL_PACKAGE, hidden) + [a for k, v in env.items() for a in ("--setenv", k, v)] + command
+            env = {}
+        self.process = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                        start_new_session=True, env=env or None)
+        theirs.close()
+        self.control = ours
+        self.stderr = bytearray()
+        os.set_blocking(self.process.stderr.fileno(), False)
+        header = dict(setup.header, op="setup", role=setup.role, mode=mode,
+                      kit=confine.KIT if mode == confine.CONFINED else None)
+        names = list(setup.files)
+        header["files"] = {name: index for index, name in enumerate(names)}
+        self.header = header
+        self.buffers = [setup.files[name] for name in names]
+
+    def _runtime(self) -> str:
+        return confine.RUNTIME if self.mode == confine.CONFINED else str(OL_PACKAGE.parent)
+
+    def send_setup(self, kit: str) -> None:
+        header = dict(self.header, kit=self.header["kit"] or kit)
+        header["sys_path"] = [self._runtime(), *header["sys_path"]]
+        try:
+            send_message(self.control, header, self.buffers)
+        except OSError as error:
+            raise EngineFault(self.died(f"it did not take its setup ({error})")) from None
+
+    def receive(self) -> dict:
+        try:
+            header, _ = recv_message(self.control)
+        except (PeerGone, WireError, OSError) as error:
+            raise EngineFault(self.died(f"its control connection failed ({error})")) from None
+        return header
+
+    def died(self, what: str) -> str:
+        try:
+            self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        self.drain_stderr()
+        code = self.process.poll()
+        status = f"exit status {code}" if code is not None and code >= 0 else f"signal {-code}" if code else "still running"
+        log = bytes(self.stderr).decode(errors="replace").strip()[-3000:]
+        return f"the {self.setup.role} sandbox failed: {what} ({status})" + (f"; it said:\n{log}" if log else "")
+
+    def drain_stderr(self) -> None:
+        try:
+            while chunk := os.read(self.process.stderr.fileno(), 65536):
+                if len(self.stderr) < 1 << 20:
+                    self.stderr.extend(chunk)
+        except (BlockingIOError, OSError, ValueError):
+            pass
+
+    def start_run(self, run_id: int, request: dict, channel: socket.socket, slot: int) -> None:
+        send_message(self.control, dict(request, op="run", id=run_id, slot=slot, fds=1))
+        socket.send_fds(self.control, [b"F"], [channel.fileno()])
+
+    def kill_run(self, run_id: int) -> None:
+        try:
+            send_message(self.control, {"op": "kill", "id": run_id})
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        try:
+            send_message(self.control, {"op": "quit"})
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        stop_process(self.process)
+        self.control.close()
+        if self.process.stderr is not None:
+            self.process.stderr.close()
+
+
+SCRATCH_PREFIX = "ol-sandbox-"
+
+
+def make_scratch() -> str:
+    """A private host folder for unconfined sandboxes' files, marked with our
+    pid; folders left by an `ol` that was killed are removed first."""
+    import tempfile
+
+    base = Path(tempfile.gettempdir())
+    for old in base.glob(SCRATCH_PREFIX + "*"):
+        try:
+            owner = int((old / "owner").read_text())
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            shutil.rmtree(old, ignore_errors=True)
+        except (OSError, ValueError):
+            continue
+    folder = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
+    Path(folder, "owner").write_text(str(os.getpid()))
+    return folder
+
+
+def stop_process(process: subprocess.Popen) -> None:
+    """SIGKILL a process started with start_new_session and all its group;
+    bwrap takes its whole sandbox with it."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        process.kill()
+    except ProcessLookupError:
+        pass
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+# ---- the engine ------------------------------------------------------------------------
+
+
+class Engine:
+    """Runs Runs, `workers` at a time, each in fresh confined processes.
+
+        with Engine(tests_setup, impl_setup, mode=confine.CONFINED) as engine:
+            outcomes = engine.run([Run(0, {...}, {...}, 30.0), ...])
+    """
+
+    def __init__(self, tests: Setup, impl: Setup, *, mode: str, hidden: Path, workers: int = 2,
+                 start_method: str = "fork", sharing: str = "isolated"):
+        if start_method not in ("fork", "spawn"):
+            raise ValueError(f"start_method must be 'fork' or 'spawn', got {start_method!r}")
+        if sharing not in ("isolated", "shared") or (sharing == "shared" and (start_method != "fork" or mode != confine.CONFINED)):
+            raise ValueError(f"sharing must be 'isolated', or 'shared' with the fork start method, confined; got {sharing!r}")
+        self.sharing = sharing
+        self.link: _CollectorLink | None = None
+        self.tests_setup, self.impl_setup = tests, impl
+        self.mode, self.workers, self.start_method = mode, max(1, workers), start_method
+        self.hidden = Path(hidden)   # the repository: never visible in a sandbox
+        self.kit = None              # unconfined: a private folder of the host for the kits
+        self.sandboxes: dict[str, _Sandbox] = {}
+        self.uid_slot_base = 2 * workers * (os.getpid() % 400)
+
+    def __enter__(self) -> Engine:
+        if self.mode != confine.CONFINED:
+            self.kit = make_scratch()
+        if self.start_method == "fork":
+            try:
+                for role, setup in (("tests", self.tests_setup), ("impl", self.impl_setup)):
+                    self.sandboxes[role] = _Sandbox(setup, self.mode, self.hidden)
+                for role, sandbox in self.sandboxes.items():
+                    sandbox.send_setup(self._kit_for(role))
+                for sandbox in self.sandboxes.values():
+                    self._await_ready(sandbox)
+            except BaseException:
+                self.close()
+                raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.link is not None:
+            self.link.close()
+            self.link = None
+        for sandbox in self.sandboxes.values():
+            sandbox.close()
+        self.sandboxes.clear()
+        if self.kit is not None:
+            shutil.rmtree(self.kit, ignore_errors=True)
+            self.kit = None
+
+    def _kit_for(self, role: str) -> str:
+        return os.path.join(self.kit, role) if self.kit else ""
+
+    def _await_ready(self, sandbox: _Sandbox) -> None:
+        ready, _, _ = select.select([sandbox.control], [], [], READY_TIMEOUT)
+        if not ready:
+            raise EngineFault(sandbox.died(f"it was not ready after {READY_TIMEOUT:.0f} s"))
+        message = sandbox.receive()
+        if message.get("event") != "ready":
+            raise EngineFault(sandbox.died(message.get("detail", "its setup failed")))
+
+    # ---- running -----------------------------------------------------------------------
+
+    def run(self, runs: list[Run], on_done: Callable[[Run, Outcome], None] | None = None) -> dict[int, Outcome]:
+        """Every run's outcome, by id.  Raises EngineFault if a sandbox fails."""
+        if self.start_method == "spawn":
+            return self._run_spawned(runs, on_done)
+        pending = list(runs)
+        active: dict[int, _Active] = {}
+        free_slots = list(range(self.workers))
+        outcomes: dict[int, Outcome] = {}
+        tests, impl = self.sandboxes["tests"], self.sandboxes["impl"]
+        while pending or active:
+            while pending and free_slots:
+                run = pending.pop(0)
+                slot = free_slots.pop(0)
+                active[run.id] = self._start(run, slot, tests, impl)
+            now = time.monotonic()
+            wait = min(a.wake_at() for a in active.values()) - now
+            watched = [tests.control, impl.control, tests.process.stderr, impl.process.stderr]
+            if self.link is not None:
+                watched += self.link.watched()
+            ready, _, _ = select.select(watched, [], [], max(0.0, wait))
+            for sandbox in (tests, impl):
+                if sandbox.process.stderr in ready:
+                    sandbox.drain_stderr()
+                if sandbox.control in ready:
+                    message = sandbox.receive()
+                    if self.link is not None and message.get("id") == self.link.run_id:
+                        raise EngineFault(self.link.ended(message))
+                    if message.get("event") == "done" and message.get("id") in active:
+                        self._done(active[message["id"]], sandbox is tests, message, impl)
+            if self.link is not None:
+                for message in self.link.read([r for r in ready if r in self.link.watched()]):
+                    if message["id"] in active:
+                        self._done(active[message["id"]], True, message, impl)
+            now = time.monotonic()
+            for run_id, item in list(active.items()):
+                if item.finished():
+                    del active[run_id]
+                    free_slots.append(item.slot)
+                    outcomes[run_id] = item.outcome
+                    if item.outcome.fault:
+                        raise EngineFault(f"a run could not be confined: {item.outcome.fault}")
+                    if on_done is not None:
+                        on_done(item.run, item.outcome)
+                elif item.overdue(now):
+                    item.expire(item.tests_side, impl)
+                elif item.lost(now):
+                    raise EngineFault(tests.died(f"run {run_id} was killed but never reported")
+                                      if item.outcome.exit is None else impl.died(f"run {run_id}'s implementation never ended"))
+        return outcomes
+
+    @staticmethod
+    def _done(item: _Active, from_tests: bool, message: dict, impl: _Sandbox) -> None:
+        item.done(from_tests, message)
+        if from_tests and not item.impl_done and not item.impl_kill_sent:
+            item.impl_kill_sent = True   # nothing will call it any more
+            impl.kill_run(item.run.id)
+
+    def _start(self, run: Run, slot: int, tests: _Sandbox, impl: _Sandbox) -> _Active:
+        request = run.tests() if callable(run.tests) else run.tests
+        ours, theirs = socket.socketpair()
+        uid_slot = self.uid_slot_base + 2 * slot
+        side = tests
+        try:
+            impl.start_run(run.id, run.impl, ours, uid_slot + 1)
+            if self.sharing == "shared" and request.get("mode") == "grade":
+                side = self._collector(tests, run.time_limit)
+                if side.problem is not None:   # the suite does not collect: every run says so
+                    item = _Active(run, slot, side)
+                    self._done(item, True, {"exit": side.problem_exit, "report": [side.problem]}, impl)
+                    return item
+            side.start_run(run.id, request, theirs, uid_slot)
+        finally:
+            ours.close()
+            theirs.close()
+        return _Active(run, slot, side)
+
+    def _collector(self, tests: _Sandbox, time_limit: float) -> _CollectorLink:
+        """The local check's collected suite, started on first use."""
+        if self.link is None:
+            self.link = _CollectorLink(tests, self.uid_slot_base + 2 * self.workers, time_limit)
+        return self.link
+
+    # ---- spawn: one fresh interpreter per side per run ------------------------------------
+
+    def _run_spawned(self, runs: list[Run], on_done) -> dict[int, Outcome]:
+        outcomes: dict[int, Outcome] = {}
+        pending = list(runs)
+        active: list[tuple[Run, _Spawned, _Spawned, int]] = []
+        free_slots = list(range(self.workers))
+        while pending or active:
+            while pending and free_slots:
+                run, slot = pending.pop(0), free_slots.pop(0)
+                ours, theirs = socket.socketpair()
+                uid_slot = self.uid_slot_base + 2 * slot
+                request = run.tests() if callable(run.tests) else run.tests
+                impl = _Spawned(self.impl_setup, self.mode, self.hidden, run.impl, ours, uid_slot + 1,
+                                self._kit_for(f"impl-{run.id}"))
+                tests = _Spawned(self.tests_setup, self.mode, self.hidden, request, theirs, uid_slot,
+                                 self._kit_for(f"tests-{run.id}"))
+                ours.close(), theirs.close()
+                active.append((run, tests, impl, slot))
+            time.sleep(0.005)
+            for entry in list(active):
+                run, tests, impl, slot = entry
+                setup_deadline = time.monotonic() + READY_TIMEOUT if tests.started_at is None else 0
+                impl.poll(setup_deadline, float("inf")) if impl.exit is None and impl.fault is None else None
+                if not tests.poll(setup_deadline, run.time_limit):
+                    continue
+                stopped = impl.exit is None
+                impl.stop()
+                tests.stop()
+                outcome = Outcome(run.id, exit=tests.exit, timed_out=tests.exit is None and tests.fault is None,
+                                  seconds=time.monotonic() - (tests.started_at or time.monotonic()),
+                                  report=tests.report, impl_exit=impl.exit, impl_report=impl.report,
+                                  impl_stopped=stopped, fault=tests.fault or impl.fault)
+                active.remove(entry)
+                free_slots.append(slot)
+                outcomes[run.id] = outcome
+                if outcome.fault:
+                    raise EngineFault(outcome.fault)
+                if on_done is not None:
+                    on_done(run, outcome)
+        return outcomes
+
+
+class _Spawned:
+    """One side of one run under the spawn start method: a fresh interpreter
+    that sets up, becomes the run and exits.  Its exit status is observed
+    here, as its parent."""
+
+    def __init__(self, setup: Setup, mode: str, hidden: Path, request: dict, channel: socket.socket, slot: int,
+                 kit: str):
+        self.request, self.slot, self.kit = request, slot, kit
+        self.sandbox = _Sandbox(setup, mode, hidden, spawn_once=True)
+        self.sandbox.send_setup(kit)
+        self.channel = channel.dup()
+        self.started_at: float | None = None
+        self.exit: int | None = None
+        self.fault: str | None = None
+        self.report: list[dict] = []
+        self.raw = bytearray()
+
+    def poll(self, setup_deadline: float, time_limit: float) -> bool:
+        """True once this side has ended (or was stopped at its deadline)."""
+        sandbox = self.sandbox
+        if self.started_at is None:
+            ready, _, _ = select.select([sandbox.control], [], [], 0)
+            if ready:
+                message = sandbox.receive()
+                if message.get("event") != "ready":
+                    self.fault = sandbox.died(message.get("detail", "its setup failed"))
+                    return True
+                sandbox.start_run(0, self.request, self.channel, self.slot)
+                self.channel.close()
+                self.started_at = time.monotonic()
+            elif time.monotonic() > setup_deadline:
+                self.fault = sandbox.died(f"it was not ready after {READY_TIMEOUT:.0f} s")
+                return True
+            return False
+        self._read_report()
+        code = sandbox.process.poll()
+        if code is not None:
+            self._read_report()
+            self.exit = 128 - code if code < 0 else code
+            return True
+        if time.monotonic() > self.started_at + time_limit:
+            self.stop()
+            return True
+        return False
+
+    def _read_report(self) -> None:
+        try:
+            while chunk := self.sandbox.control.recv(65536, socket.MSG_DONTWAIT):
+                if len(self.raw) < 1 << 20:
+                    self.raw.extend(chunk)
+        except (BlockingIOError, OSError):
+            pass
+
+    def stop(self) -> None:
+        stop_process(self.sandbox.process)
+        self._read_report()
+        for line in bytes(self.raw).split(b"\n"):
+            try:
+                self.report.append(json.loads(line))
+            except ValueError:
+                continue
+        self.sandbox.control.close()
+        if self.sandbox.process.stderr is not None:
+            self.sandbox.process.stderr.close()
+        if self.kit and self.sandbox.mode != confine.CONFINED:
+            shutil.rmtree(self.kit, ignore_errors=True)
+
+
+class _CollectorLink:
+    """The local check's collected suite (ol.grading.collector), seen from here.
+
+    It is started once, as a run of the tests' sandbox; each graded run is
+    then one frame to it, carrying the run's channel and a report socket
+    whose other end stays here.  It is the suite's own process: what it says
+    about a run is the suite's claim, blind to which variant the run served
+    (README.md: what the local check guarantees)."""
+
+    RUN_ID = -1
+
+    def __init__(self, tests: _Sandbox, slot: int, time_limit: float):
+        ours, theirs = socket.socketpair()
+        tests.start_run(self.RUN_ID, {"suite": "student", "mode": "collect"}, theirs, slot)
+        theirs.close()
+        self.run_id, self.control, self.buffer = self.RUN_ID, ours, b""
+        self.reports: dict[int, tuple[socket.socket, bytearray]] = {}
+        self.collected: list[str] = []
+        self.listed: set[int] = set()     # runs whose report should name the collected tests
+        self.problem: dict | None = None
+        self.problem_exit = 0
+        self._await_collection(time_limit, tests)
+
+    def _await_collection(self, time_limit: float, tests: _Sandbox) -> None:
+        deadline = time.monotonic() + time_limit
+        while True:
+            ready, _, _ = select.select([self.control, tests.control], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                self.problem, self.problem_exit = {"problem": "collect", "detail": (
+                    f"collecting your tests took longer than {time_limit:.0f} s: look for a loop or a long "
+                    "computation at module level (outside any test function)")}, 3
+                return
+            if tests.control in ready:
+                message = tests.receive()
+                if message.get("id") == self.RUN_ID:
+                    raise EngineFault(self.ended(message))
+            if self.control in ready:
+                frame = self._frame()
+                if frame is None:
+                    continue
+                kind, body = frame
+                if kind == b"C":
+                    self.collected = body.decode(errors="replace").split("\n") if body else []
+                    return
+                kind_text, _, detail = body.decode(errors="replace").partition("\n")
+                self.problem = {"problem": kind_text, "detail": detail}
+                self.problem_exit = 4 if kind_text == "empty" else 5 if kind_text.startswith("your tests start") else 3
+                return
+
+    def _frame(self) -> tuple[bytes, bytes] | None:
+        chunk = self.control.recv(1 << 20)
+        if not chunk:
+            raise EngineFault("the process holding your collected tests closed its connection")
+        self.buffer += chunk
+        if len(self.buffer) >= 5 and self.buffer[:1] in (b"C", b"P"):
+            size = int.from_bytes(self.buffer[1:5], "little")
+            if len(self.buffer) >= 5 + size:
+                frame = (self.buffer[:1], self.buffer[5:5 + size])
+                self.buffer = self.buffer[5 + size:]
+                return frame
+        return None
+
+    def start_run(self, run_id: int, request: dict, channel: socket.socket, slot: int) -> None:
+        index = {test: n for n, test in enumerate(self.collected)}
+        order = [index[t] for t in request.get("order", []) if t in index][:65535]
+        frame = (b"R" + run_id.to_bytes(4, "little") + bytes([1 if request.get("all") else 0])
+                 + len(order).to_bytes(2, "little") + b"".join(n.to_bytes(2, "little") for n in order))
+        ours, theirs = socket.socketpair()
+        ours.setblocking(False)
+        self.control.sendmsg([frame], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                        array.array("i", [channel.fileno(), theirs.fileno()]))])
+        theirs.close()
+        self.reports[run_id] = (ours, bytearray())
+        if request.get("list"):
+            self.listed.add(run_id)
+
+    def kill_run(self, run_id: int) -> None:
+        try:
+            self.control.sendall(b"K" + run_id.to_bytes(4, "little"))
+        except OSError:
+            pass
+
+    def watched(self) -> list:
+        return [self.control] + [sock for sock, _ in self.reports.values()]
+
+    def read(self, ready: list) -> list[dict]:
+        """"done" messages for the runs that ended, with their reports."""
+        for run_id, (sock, data) in self.reports.items():
+            if sock in ready:
+                self._drain(sock, data)
+        if self.control not in ready:
+            return []
+        chunk = self.control.recv(65536)
+        if not chunk:
+            raise EngineFault("the process holding your collected tests ended during grading")
+        self.buffer += chunk
+        messages = []
+        while len(self.buffer) >= 9 and self.buffer[:1] == b"D":
+            run_id = int.from_bytes(self.buffer[1:5], "little")
+            code = int.from_bytes(self.buffer[5:9], "little", signed=True)
+            self.buffer = self.buffer[9:]
+            sock, data = self.reports.pop(run_id, (None, bytearray()))
+            if sock is not None:
+                self._drain(sock, data)
+                sock.close()
+            report = _lines(data)
+            if run_id in self.listed:
+                self.listed.discard(run_id)
+                report.insert(0, {"collected": list(self.collected)})
+            messages.append({"event": "done", "id": run_id, "exit": code, "report": report})
+        return messages
+
+    @staticmethod
+    def _drain(sock: socket.socket, data: bytearray) -> None:
+        try:
+            while chunk := sock.recv(65536):
+                if len(data) < 1 << 20:
+                    data.extend(chunk)
+        except (BlockingIOError, OSError):
+            pass
+
+    def ended(self, message: dict) -> str:
+        return (f"the process holding your collected tests ended (exit status {message.get('exit')})"
+                + (f": {message['fault']}" if message.get("fault") else "")
+                + (f": {_lines_text(message.get('report', []))}" if message.get("report") else ""))
+
+    def close(self) -> None:
+        for sock, _ in self.reports.values():
+            sock.close()
+        self.control.close()
+
+
+def _lines(data: bytes) -> list[dict]:
+    lines = []
+    for line in bytes(data).split(b"\n"):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            lines.append(value)
+    return lines
+
+
+def _lines_text(lines: list) -> str:
+    return "; ".join(str(line)[:500] for line in lines)[:2000]
+
+
+class _Active:
+    """One run in flight on the warm processes: both sides' reports, the deadline."""
+
+    def __init__(self, run: Run, slot: int, tests_side):
+        self.run, self.slot, self.tests_side = run, slot, tests_side
+        self.started = time.monotonic()
+        self.deadline = self.started + run.time_limit
+        self.outcome = Outcome(run.id)
+        self.tests_done = self.impl_done = self.impl_kill_sent = False
+        self.killed_at: float | None = None
+
+    def wake_at(self) -> float:
+        return self.killed_at + KILL_GRACE if self.killed_at is not None else self.deadline
+
+    def done(self, from_tests: bool, message: dict) -> None:
+        if message.get("fault"):
+            self.outcome.fault = message["fault"]
+        if from_tests:
+            self.tests_done = True
+            if not self.outcome.timed_out:
+                self.outcome.exit = int(message["exit"])
+                self.outcome.seconds = time.monotonic() - self.started
+            self.outcome.report = list(message.get("report", []))
+        else:
+            self.impl_done = True
+            self.outcome.impl_exit = int(message["exit"])
+            self.outcome.impl_stopped = bool(message.get("stopped"))
+            self.outcome.impl_report = list(message.get("report", []))
+
+    def finished(self) -> bool:
+        return self.tests_done and self.impl_done
+
+    def overdue(self, now: float) -> bool:
+        return self.killed_at is None and not self.tests_done and now > self.deadline
+
+    def lost(self, now: float) -> bool:
+        return self.killed_at is not None and now > self.killed_at + KILL_GRACE
+
+    def expire(self, tests, impl: _Sandbox) -> None:
+        """The deadline passed: the run timed out, whatever it reports later."""
+        self.outcome.timed_out = True
+        self.outcome.exit = None
+        self.outcome.seconds = time.monotonic() - self.started
+        self.killed_at = time.monotonic()
+        self.impl_kill_sent = True
+        tests.kill_run(self.run.id)
+        impl.kill_run(self.run.id)
+

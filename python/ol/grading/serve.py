@@ -1,0 +1,315 @@
+"""The implementation side of a blind run: one module, served over a socket.
+
+The tests never hold the code under test.  They hold proxies
+(ol.grading.proxy) that send each call here as data; this loop runs it on
+the real module and sends back what it returned or raised:
+
+    tests' process                          implementation's process
+    apply_rope(Tensor(x), cos, sin)  --->   {"op": "call", "fn": {"attr": "apply_rope"}, "args": ...}
+                                     <---   {"value": {"tensor": {"data": ..., "call": 7, "index": 0}}}
+    y.backward(g)                    --->   {"op": "vjp", "call": 7, "index": 0, "grad": ...}
+                                     <---   {"value": [dx, None, None]}
+
+What crosses is data (ol.grading.wire): arrays, numbers, strings and their
+containers; a Tensor as its data and requires_grad; an object of a class the
+module defines (a RopeSpec) as a handle the tests' proxy calls through; a
+dataclass of another tinyllm module (L7.4's RopeSpec from L7.3) by its
+fields.  Nothing of the module's code (functions, code objects, sources,
+frames, tracebacks) is ever sent, except that the course tests, which run
+against the student's own code, get the traceback text of an exception
+raised there (tracebacks=True).
+
+Only public names (no leading underscore) of the module and of its objects
+can be reached.  A backward pass replays the recorded call on fresh inputs
+and back-propagates the given gradient there, so no graph state is shared
+between two backward calls.  Writes into an input array (or a Tensor's data)
+are reported with the reply so the proxy can mirror them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import sys
+import traceback
+from types import ModuleType
+
+import numpy as np
+
+from ol.grading.wire import Decoder, Encoder, PeerGone, WireError, recv_message, send_message
+
+MAX_RECORDED_CALLS = 2000   # calls whose Tensors a later backward may replay
+
+
+class Refused(AttributeError):
+    """A name the tests may not reach across the boundary."""
+
+
+def serve(sock: socket.socket, module: ModuleType, *, tracebacks: bool = False) -> None:
+    """Answer the tests' requests on `sock` until they close it."""
+    server = _Server(module, tracebacks)
+    while True:
+        try:
+            header, buffers = recv_message(sock)
+        except PeerGone:
+            return
+        except WireError as error:
+            _reply_error(sock, error, tracebacks=False)
+            return
+        reply, out = server.handle(header, buffers)
+        try:
+            send_message(sock, reply, out)
+        except (BrokenPipeError, ConnectionResetError):
+            return
+
+
+def _reply_error(sock, error, tracebacks):
+    try:
+        send_message(sock, {"error": describe_exception(error, tracebacks)})
+    except OSError:
+        pass
+
+
+def describe_exception(error: BaseException, with_traceback: bool) -> dict:
+    """An exception as data: its class and bases by qualified name, its args
+    when they have a data form (else its message), and, if asked, the text
+    of its traceback."""
+    names = [f"{c.__module__}.{c.__qualname__}" for c in type(error).__mro__ if issubclass(c, BaseException)]
+    encoder = Encoder()
+    try:
+        args = encoder.encode(tuple(error.args))
+        if encoder.buffers:
+            raise WireError("args with buffers")
+    except (WireError, RecursionError):
+        args = {"tuple": [str(error)]}
+    described = {"classes": names, "args": args, "message": str(error)[:10000]}
+    if with_traceback:
+        described["traceback"] = "".join(traceback.format_exception(error)[-40:])[-20000:]
+    return described
+
+
+class _Server:
+    def __init__(self, module: ModuleType, tracebacks: bool):
+        self.module, self.tracebacks = module, tracebacks
+        self.objects: list = []                # handle -> object
+        self.handles: dict[int, int] = {}      # id(object) -> handle
+        self.calls: dict[int, tuple] = {}      # call id -> (function, raw header, raw buffers)
+        self.next_call = 0
+
+    def handle(self, header: dict, buffers: list[bytearray]) -> tuple[dict, list]:
+        pristine = buffers  # decoding copies: the buffers stay as they arrived
+        decoder = _ArgumentDecoder(self, buffers)
+        try:
+            op = header.get("op")
+            if op == "call":
+                function = self.resolve(header.get("fn"))
+                args = decoder.decode_top(header.get("args", {"tuple": []}))
+                kwargs = decoder.decode_top(header.get("kwargs", {"dict": []}))
+                if not isinstance(args, tuple) or not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+                    raise WireError("malformed call")
+                value = function(*args, **kwargs)
+                call = self.next_call
+                self.next_call += 1
+                reply = self._reply(value, call, decoder, pristine)
+                if self._differentiable:  # a Tensor that needs grad went back: keep what replays it
+                    self.calls[call] = (function, header, pristine)
+                    self.calls.pop(call - MAX_RECORDED_CALLS, None)
+                return reply
+            if op == "vjp":
+                return self._reply(self.vjp(header, buffers), None, decoder, pristine)
+            target = self.resolve(header.get("of"))
+            if op == "getattr":
+                return self._reply(getattr(target, self.public(header.get("name"))), None, decoder, pristine)
+            if op == "setattr":
+                value = decoder.decode_top(header.get("value"))
+                setattr(target, self.public(header.get("name")), value)
+                return self._reply(None, None, decoder, pristine)
+            if op == "delattr":
+                delattr(target, self.public(header.get("name")))
+                return self._reply(None, None, decoder, pristine)
+            if op == "repr":
+                return self._reply(repr(target), None, decoder, pristine)
+            if op == "str":
+                return self._reply(str(target), None, decoder, pristine)
+            if op == "eq":
+                return self._reply(bool(target == decoder.decode_top(header.get("other"))), None, decoder, pristine)
+            if op == "hash":
+                return self._reply(hash(target), None, decoder, pristine)
+            raise WireError(f"unknown request {op!r}")
+        except BaseException as error:  # everything the code under test raises goes back to the tests
+            if isinstance(error, (KeyboardInterrupt,)):
+                raise
+            return {"error": describe_exception(error, self.tracebacks and not isinstance(error, (WireError, Refused)))}, []
+
+    # ---- what the tests may name -------------------------------------------------------
+
+    def resolve(self, ref):
+        """{"module": null} is the module; {"attr": name} one of its public
+        names; {"handle": n} an object handed out earlier; {"method": [n,
+        name]} a public attribute of that object."""
+        if not isinstance(ref, dict) or len(ref) != 1:
+            raise WireError(f"malformed reference {str(ref)[:80]}")
+        (kind, value), = ref.items()
+        if kind == "module":
+            return self.module
+        if kind == "attr":
+            return getattr(self.module, self.public(value))
+        if kind == "handle" and isinstance(value, int) and 0 <= value < len(self.objects):
+            return self.objects[value]
+        if kind == "method" and isinstance(value, list) and len(value) == 2:
+            return getattr(self.resolve({"handle": value[0]}), self.public(value[1]))
+        raise WireError(f"malformed reference {str(ref)[:80]}")
+
+    @staticmethod
+    def public(name) -> str:
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+            raise Refused(f"{name!r} is not a public name of the code under test: tests may reach only "
+                          "public (not underscore) names of the module and of its objects")
+        return name
+
+    def handle_for(self, value) -> int:
+        known = self.handles.get(id(value))
+        if known is None:
+            known = self.handles[id(value)] = len(self.objects)
+            self.objects.append(value)
+        return known
+
+    def owned(self, value) -> bool:
+        """Defined by the module itself: its functions, classes and their objects."""
+        name = self.module.__name__
+        if isinstance(value, type):
+            return value.__module__ == name
+        if callable(value) and getattr(value, "__module__", None) == name and hasattr(value, "__qualname__"):
+            return True
+        bound = getattr(value, "__self__", None)
+        if bound is not None and callable(value) and type(bound).__module__ == name:
+            return True
+        return type(value).__module__ == name and not isinstance(value, ModuleType)
+
+    # ---- replies -----------------------------------------------------------------------
+
+    def _reply(self, value, call, decoder, pristine) -> tuple[dict, list]:
+        encoder = Encoder(lambda v, e: self._encode_extra(v, e, call))
+        self._tensor_index, self._differentiable = 0, False
+        reply = {"value": encoder.encode(value)}
+        mirror = decoder.changed_inputs(encoder)
+        if mirror:
+            reply["mirror"] = mirror
+        return reply, encoder.buffers
+
+    def _encode_extra(self, value, encoder, call):
+        tensor_class = _tensor_class()
+        if tensor_class is not None and isinstance(value, tensor_class):
+            body = {"data": encoder.array(np.asarray(value.data)), "requires_grad": bool(value.requires_grad)}
+            if call is not None and body["requires_grad"]:
+                body.update(call=call, index=self._tensor_index)
+                self._differentiable = True
+            self._tensor_index += 1
+            return {"tensor": body}
+        if isinstance(value, (np.ndarray, np.generic, int, float, str, bool, complex, bytes, list, tuple, dict)) or value is None:
+            return NotImplemented
+        if self.owned(value):
+            kind = "class" if isinstance(value, type) else "object" if not callable(value) else "callable"
+            body = {"handle": self.handle_for(value), "kind": kind, "class": type(value).__qualname__}
+            if isinstance(value, type):
+                body["class"] = value.__qualname__
+            return {"remote": body}
+        if dataclasses.is_dataclass(value) and not isinstance(value, type) and type(value).__module__.startswith("tinyllm."):
+            fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.init}
+            return {"value": {"class": f"{type(value).__module__}.{type(value).__qualname__}",
+                              "fields": encoder.encode(fields)}}
+        return NotImplemented
+
+    # ---- backward ----------------------------------------------------------------------
+
+    def vjp(self, header: dict, buffers: list[bytearray]):
+        """Gradients of the recorded call's inputs (one per Tensor argument, in
+        argument order; None where none flows) for the given output gradient."""
+        call, index = header.get("call"), header.get("index")
+        if call not in self.calls or not isinstance(index, int):
+            raise WireError(f"no recorded call {call!r} (backward on a result of an earlier run?)")
+        function, recorded, raw = self.calls[call]
+        replay = _ArgumentDecoder(self, [bytearray(b) for b in raw])
+        args = replay.decode_top(recorded.get("args", {"tuple": []}))
+        kwargs = replay.decode_top(recorded.get("kwargs", {"dict": []}))
+        grad = Decoder(buffers).decode_top(header.get("grad"))
+        outputs = _tensors_in(function(*args, **kwargs))
+        if not 0 <= index < len(outputs):
+            raise WireError(f"the replayed call gave {len(outputs)} Tensors, not {index + 1}")
+        outputs[index].backward(grad)
+        return [None if t.grad is None else np.asarray(t.grad) for t in replay.tensors]
+
+
+def _tensor_class():
+    module = sys.modules.get("tinyllm.autograd.tensor")
+    return getattr(module, "Tensor", None)
+
+
+def _tensors_in(value) -> list:
+    """Tensors in a result, in the order the encoder visits them."""
+    tensor_class = _tensor_class()
+    found = []
+
+    def walk(v):
+        if tensor_class is not None and isinstance(v, tensor_class):
+            found.append(v)
+        elif isinstance(v, (list, tuple)):
+            for item in v:
+                walk(item)
+        elif isinstance(v, dict):
+            for key, item in v.items():
+                walk(key), walk(item)
+
+    walk(value)
+    return found
+
+
+class _ArgumentDecoder(Decoder):
+    """Decodes the tests' arguments: Tensors become the module's own Tensors,
+    handles the objects they name; remembers every array and Tensor built, to
+    report writes into them."""
+
+    def __init__(self, server: _Server, buffers):
+        super().__init__(buffers, self._extra)
+        self.server = server
+        self.inputs: list = []      # arrays and Tensors, in decoding order
+        self.before: list = []      # their data as it arrived
+        self.tensors: list = []
+
+    def array(self, body):
+        array = super().array(body)
+        self.inputs.append(array)
+        self.before.append(array.copy())
+        return array
+
+    def _extra(self, tag, body, decoder):
+        if tag == "tensor":
+            tensor_class = _tensor_class()
+            if tensor_class is None:
+                raise WireError("a Tensor was passed, but the code under test has no tinyllm.autograd.tensor")
+            data = Decoder.array(self, body["data"])
+            tensor = tensor_class(data, requires_grad=bool(body.get("requires_grad")))
+            self.tensors.append(tensor)
+            self.inputs.append(tensor)
+            self.before.append((data, data.copy()))
+            return tensor
+        if tag == "remote":
+            return self.server.resolve({"handle": body.get("handle")})
+        return NotImplemented
+
+    def changed_inputs(self, encoder: Encoder) -> list:
+        """[[input number, new data], ...] for every input written to."""
+        changed = []
+        for number, (value, before) in enumerate(zip(self.inputs, self.before)):
+            if isinstance(before, tuple):  # a Tensor: its data array may be replaced or written into
+                original, copy = before
+                now = np.asarray(value.data)
+                if now is not original or not np.array_equal(now, copy, equal_nan=_has_nan(copy)):
+                    changed.append([number, {"array": encoder.array(now)}])
+            elif not np.array_equal(value, before, equal_nan=_has_nan(before)):
+                changed.append([number, {"array": encoder.array(value)}])
+        return changed
+
+
+def _has_nan(array: np.ndarray) -> bool:
+    return array.dtype.kind in "fc"

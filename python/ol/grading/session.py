@@ -1,0 +1,251 @@
+"""One grading session: what `ol check`, `ol verify` and `ol grade` grade with,
+built once per module.
+
+    session = GradingSession(root, "L7.3")
+    session.mutants                 the counted, message-only and equivalent mutants, the pitfalls
+    session.reference, .alternates  the correct implementations (Variant: key, source, origin)
+    with session.engine({"student": folder}) as engine:
+        engine.run([...])           confined runs (ol.grading.engine)
+
+The kit a sandbox sees is assembled here, from the catalog: the course tests
+with their conftest and golden loader, the module's fixtures, the suites to
+run, and the reference text of every tinyllm module the tests' side needs
+(the module under test itself is only a proxy there, built from its
+contract).  Nothing else of the repository is visible to a run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ol.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
+from ol.errors import OlError
+from ol.grading import confine
+from ol.grading.engine import Engine, Setup
+from ol.grading.mutants import MutantSet, build_mutant_set
+
+COURSE_TESTS_SUPPORT = ("course/tests/conftest.py", "course/tests/golden.py")
+SKIPPED_FOLDERS = {"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints"}
+MAX_SUITE_BYTES = 16 << 20
+SANDBOX_ENV = {
+    "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin",
+}
+# pytest as every graded run uses it: nothing written, no plugin that shells out or shuffles
+PYTEST_ARGS = ["-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark", "-p", "no:faulthandler",
+               "-p", "no:debugging", "-p", "no:pastebin", "-p", "no:junitxml", "--capture=no",
+               "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+
+
+class NotGraded(OlError):
+    """The module has no graded tests (no [module.grading] in the catalog)."""
+
+
+class GradingFault(OlError):
+    """The grader itself failed (a sandbox, a fixture, the kit): exit 2 and
+    no score, with the reason."""
+
+    exit_code = 2
+
+
+class SuiteUnreadable(OlError):
+    """A file of the tests to grade cannot be taken (not UTF-8, too large, a link)."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One implementation of the module under test, as the observer knows it."""
+
+    key: str       # "reference", "alternate:1", "pitfall:s01", "student", or a mutant id
+    source: str    # the whole module text
+    origin: str    # the path its tracebacks name
+
+    def request(self, *, modules: dict | None = None, tracebacks: bool = False) -> dict:
+        """What the implementation's side is told to load for one run.  Only
+        the student's own code is confined there; the course's variants are
+        trusted code."""
+        return {"source": {"source": self.source, "origin": self.origin}, "modules": modules or {},
+                "tracebacks": tracebacks, "trusted": self.key != "student"}
+
+
+class GradingSession:
+    """Everything grading one module needs, read once from the catalog."""
+
+    def __init__(self, root: Path, module_id: str, *, cache_dir: Path | None = None):
+        self.root = Path(root).resolve()
+        self.catalog = load_catalog(self.root)
+        self.module = self.catalog.get(module_id)
+        grading = self.module.grading
+        if grading is None:
+            graded = ", ".join(m.id for m in self.catalog.modules if m.grading)
+            raise NotGraded(f"{self.module.id} has no graded tests: `ol check` grades modules whose catalog "
+                            f"entry has [module.grading] ({graded}). Run ./ol tests {self.module.id} for its "
+                            "course tests.")
+        self.grading = grading
+        self.target = dotted_name(grading.target)
+        reference_path = self.root / REFERENCE_TREE / grading.target
+        self.mutants: MutantSet = build_mutant_set(reference_path, self.root / grading.pitfalls,
+                                                   self.root / grading.equivalent, cache_dir)
+        self.reference = Variant("reference", _text(reference_path), f"{REFERENCE_TREE}/{grading.target}")
+        self.alternates = tuple(Variant(f"alternate:{n}", _text(self.root / path), path)
+                                for n, path in enumerate(grading.alternates, start=1))
+        contract = self.module.contract_for(grading.target) or f"{CONTRACT_TREE}/{grading.target}i"
+        self.contract = (contract, _text(self.root / contract))
+        self.library = self._library()
+
+    # ---- the variants --------------------------------------------------------------------
+
+    def pitfall_variants(self) -> list[Variant]:
+        return [Variant(f"pitfall:{p.id}", p.source, self.reference.origin) for p in self.mutants.pitfalls]
+
+    def mutant_variants(self, which: str = "counted") -> list[Variant]:
+        return [Variant(m.id, m.source, self.reference.origin) for m in getattr(self.mutants, which)]
+
+    def student_variant(self, ref_deps: bool) -> tuple[Variant, dict]:
+        """The student's own file, and (without ref_deps) the student's files
+        of every module it needs, as overrides for the implementation's side."""
+        path = self.root / STUDENT_TREE / self.grading.target
+        student = Variant("student", _text(path, whose="your"), f"{STUDENT_TREE}/{self.grading.target}")
+        overrides = {}
+        if not ref_deps:
+            for owner in self.catalog.needs_closure(self.module):
+                for name, file in owner.module_names.items():
+                    overrides[name] = {"source": _text(self.root / STUDENT_TREE / file, whose="your"),
+                                       "origin": f"{STUDENT_TREE}/{file}"}
+        return student, overrides
+
+    # ---- what the sandboxes are given --------------------------------------------------
+
+    def _library(self) -> dict[str, dict]:
+        """Reference text of every tinyllm module the graded module and its needs
+        consist of (packages included), except the module under test."""
+        files: dict[str, str] = {}
+        for owner in (*self.catalog.needs_closure(self.module), self.module):
+            for name, file in owner.module_names.items():
+                files[name] = file
+        for name in list(files):
+            parts = name.split(".")
+            for depth in range(1, len(parts)):
+                files.setdefault(".".join(parts[:depth]), "/".join(parts[:depth]) + "/__init__.py")
+        files.pop(self.target, None)
+        return {name: {"source": _text(self.root / REFERENCE_TREE / file), "origin": f"{REFERENCE_TREE}/{file}"}
+                for name, file in sorted(files.items())}
+
+    def suite_path(self, folder: Path) -> str:
+        """Where a suite sits in the kit: its path in the checkout (so reports
+        name the student's own paths), else tests/<folder name>."""
+        folder = Path(folder).resolve()
+        return (str(folder.relative_to(self.root)) if folder.is_relative_to(self.root)
+                else f"tests/{folder.name}")
+
+    def tests_setup(self, suites: dict[str, Path]) -> Setup:
+        """The tests' sandbox: the course tests, fixtures and the given suites
+        (name -> folder) as files; the reference library; the proxy's contract."""
+        files: dict[str, bytes] = {"pytest.ini": b"[pytest]\n"}
+        course = self.root / self.module.course_tests
+        for support in COURSE_TESTS_SUPPORT:
+            if (self.root / support).is_file():
+                files[support] = (self.root / support).read_bytes()
+        files.update(read_folder(course, self.module.course_tests))
+        for fixture in self.module.fixtures:
+            files[fixture] = (self.root / fixture).read_bytes()
+        kit_suites = {"course": self.module.course_tests}
+        for name, folder in suites.items():
+            where = self.suite_path(folder)
+            files.update(read_folder(Path(folder), where))
+            kit_suites[name] = where
+        header = {
+            "sys_path": host_sys_path(self.root), "env": dict(SANDBOX_ENV), "modules": self.library,
+            "proxy": {"module": self.target, "contract": self.contract[1], "origin": self.contract[0]},
+            "suites": kit_suites, "preload": [n for n in self.library if "." in n],
+            "pytest_args": PYTEST_ARGS,
+        }
+        return Setup("tests", header, files)
+
+    def impl_setup(self) -> Setup:
+        """The implementation's sandbox: the reference library, ready to load a variant."""
+        header = {"sys_path": host_sys_path(self.root), "env": dict(SANDBOX_ENV), "modules": self.library,
+                  "target": self.target, "preload": [n for n in self.library if "." in n]}
+        return Setup("impl", header, {})
+
+    def engine(self, suites: dict[str, Path], *, workers: int = 2, mode: str | None = None,
+               start_method: str = "fork", sharing: str = "isolated") -> Engine:
+        """An Engine for these suites (not started: use it in a `with`)."""
+        return Engine(self.tests_setup(suites), self.impl_setup(), mode=mode or default_mode(),
+                      hidden=self.root, workers=workers, start_method=start_method, sharing=sharing)
+
+    def fingerprint(self) -> str:
+        """A hash of everything that shapes this module's grade: the catalog, the
+        reference, alternates, pitfalls, equivalents, contract, course tests,
+        fixtures, the library, and the grader's own code."""
+        digest = hashlib.sha256()
+        paths = [Path(__file__).resolve().parent.glob("*.py")]
+        for path in sorted(p for group in paths for p in group):
+            digest.update(path.read_bytes())
+        for relative in ("course/catalog.toml", self.grading.pitfalls, self.grading.equivalent,
+                         self.contract[0], *self.grading.alternates, *self.module.fixtures,
+                         *COURSE_TESTS_SUPPORT):
+            path = self.root / relative
+            digest.update(relative.encode() + b"\0" + (path.read_bytes() if path.is_file() else b""))
+        for relative, data in sorted(read_folder(self.root / self.module.course_tests, "").items()):
+            digest.update(relative.encode() + b"\0" + data)
+        digest.update(self.reference.source.encode())
+        for name, entry in sorted(self.library.items()):
+            digest.update(name.encode() + entry["source"].encode())
+        return digest.hexdigest()
+
+
+def default_mode() -> str:
+    """Confined when bubblewrap works here, unconfined otherwise."""
+    return confine.CONFINED if confine.bubblewrap()[0] else confine.UNCONFINED
+
+
+def host_sys_path(root: Path) -> list[str]:
+    """This interpreter's import path, minus the repository and the current folder."""
+    root = str(Path(root).resolve())
+    kept = []
+    for entry in sys.path:
+        if not entry or entry == ".":
+            continue
+        real = os.path.realpath(entry)
+        if real == root or real.startswith(root + os.sep) or not os.path.exists(real):
+            continue
+        kept.append(real)
+    return kept
+
+
+def read_folder(folder: Path, prefix: str) -> dict[str, bytes]:
+    """Every file under `folder` (caches skipped) as {prefix/relative path: bytes}.
+    Links and oversized folders raise SuiteUnreadable."""
+    files: dict[str, bytes] = {}
+    total = 0
+    for path in sorted(Path(folder).rglob("*")):
+        relative = path.relative_to(folder)
+        if SKIPPED_FOLDERS.intersection(relative.parts):
+            continue
+        if path.is_symlink():
+            raise SuiteUnreadable(f"{path} is a symbolic link: graded folders may hold only plain files")
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        total += len(data)
+        if total > MAX_SUITE_BYTES:
+            raise SuiteUnreadable(f"{folder} holds more than {MAX_SUITE_BYTES >> 20} MiB: graded folders hold "
+                                  "tests, not data")
+        files[str(PurePosixPath(prefix) / relative.as_posix()) if prefix else relative.as_posix()] = data
+    return files
+
+
+def _text(path: Path, whose: str = "the course's") -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise OlError(f"{path} does not exist ({whose} file)") from None
+    except UnicodeDecodeError as error:
+        raise SuiteUnreadable(f"{path} is not UTF-8 text ({error}): save it as UTF-8") from None

@@ -1,0 +1,240 @@
+"""The stages of a grade, and verdicts read from what the observer saw.
+
+    course tests     trusted tests, the student's module on the other side
+    correct first    the suite on the reference and every alternate, all tests
+                     run: it must pass them (and this is where it is collected)
+    variants         every pitfall and counted mutant, shuffled, with the
+                     reference run twice more and each alternate once more at
+                     random places; stop at each run's first failing test
+
+A run is anonymous: every run of the variants stage gets the same request,
+so a suite can only tell a mutant from the reference by calling it.  A suite
+that fails a repeated correct implementation (a suite that counts runs, reads
+the clock, or guesses) is rejected.
+
+    verdict    killed when the suite failed, crashed, or ran out of time;
+               only the exit status and the observer's clock decide it
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ol.grading.engine import Engine, Outcome, Run
+from ol.grading.session import GradingFault, GradingSession, Variant
+from ol.grading.zygote import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED
+
+PASSED, FAILED, TIMEOUT, CRASHED = "passed", "failed", "timeout", "crashed"
+MAX_REPORTED_FAILURES = 50
+REFERENCE_REPEATS = 2
+
+
+@dataclass(frozen=True)
+class Verdict:
+    key: str
+    status: str                     # passed, failed, timeout or crashed
+    failed: tuple[str, ...] = ()    # node ids of failing tests (the first, or all); information only
+    seconds: float = 0.0
+    detail: str = ""
+
+    @property
+    def killed(self) -> bool:
+        """A variant is killed when the suite fails, hangs or crashes on it."""
+        return self.status in (FAILED, TIMEOUT, CRASHED)
+
+
+class SuiteProblem(Exception):
+    """The suite cannot be graded: it does not collect, holds no test, hangs
+    while collecting, or rejects a correct implementation.  `lines` explain."""
+
+    def __init__(self, reason: str, lines: list[str] = (), output: str = ""):
+        super().__init__(reason)
+        self.reason, self.lines, self.output = reason, list(lines), output
+
+
+@dataclass
+class CourseRun:
+    """The course tests on one implementation."""
+
+    ok: bool
+    outcomes: dict[str, str] = field(default_factory=dict)   # node id -> passed/failed/error/skipped
+    output: str = ""
+    timed_out: bool = False
+
+    @property
+    def failed(self) -> list[str]:
+        return [name.rsplit("::", 1)[-1] for name, outcome in self.outcomes.items() if outcome in ("failed", "error")]
+
+    @property
+    def passed(self) -> list[str]:
+        return [name.rsplit("::", 1)[-1] for name, outcome in self.outcomes.items() if outcome == "passed"]
+
+
+class Grader:
+    """Runs the stages above on one engine; remembers which tests catch
+    mutants, to try those first (one order for every run, so it says nothing
+    about which variant a run gets)."""
+
+    def __init__(self, session: GradingSession, engine: Engine, *, time_limit: float,
+                 on_event: Callable[[dict], None] | None = None):
+        self.session, self.engine, self.time_limit = session, engine, time_limit
+        self.on_event = on_event or (lambda event: None)
+        self.collected: list[str] = []
+        self.kills: Counter[str] = Counter()
+        self.next_id = 0
+        self.reference_seconds: float | None = None
+
+    def _id(self) -> int:
+        self.next_id += 1
+        return self.next_id
+
+    # ---- course tests ------------------------------------------------------------------
+
+    def course_tests(self, variant: Variant, modules: dict | None = None, pytest_args: list[str] = (),
+                     trusted: bool = False) -> CourseRun:
+        """The module's course tests (trusted) on `variant`, which lives on the
+        other side; tracebacks of its exceptions come back when it is not a
+        course variant (trusted=False: the student's own code)."""
+        run = Run(self._id(), {"suite": "course", "mode": "report", "pytest_args": list(pytest_args)},
+                  variant.request(modules=modules, tracebacks=not trusted), self.time_limit)
+        outcome = self.engine.run([run])[run.id]
+        if trusted:
+            self._check_implementation(variant, outcome)
+        report = _merged(outcome.report)
+        return CourseRun(ok=outcome.exit == 0, outcomes=report.get("outcomes", {}),
+                         output=report.get("output", ""), timed_out=outcome.timed_out)
+
+    # ---- the student's suite -------------------------------------------------------------
+
+    def correct_implementations(self) -> list[Verdict]:
+        """Stage 1: the suite, every test, on the reference and each alternate.
+        Raises SuiteProblem if it cannot be collected or rejects one."""
+        variants = [self.session.reference, *self.session.alternates]
+        runs = {self._id(): v for v in variants}
+        requests = [Run(i, {"suite": "student", "mode": "grade", "all": True, "list": v.key == "reference"},
+                        v.request(), self.time_limit) for i, v in runs.items()]
+        outcomes = self.engine.run(requests)
+        verdicts = []
+        for run_id, variant in runs.items():
+            outcome = outcomes[run_id]
+            self._check_implementation(variant, outcome)
+            report = _merged(outcome.report)
+            if outcome.exit == EXIT_COLLECT and "problem" in report:
+                raise SuiteProblem("your tests could not be run",
+                                   ["your tests do not collect (an error while importing them):",
+                                    *report.get("detail", "").splitlines()])
+            if outcome.exit == EXIT_EMPTY and report.get("problem") == "empty":
+                raise SuiteProblem("your tests could not be run", [
+                    "pytest found no tests in your test folder: name files test_*.py and functions test_*"])
+            if variant.key == "reference" and "collected" in report:
+                self.collected = list(report["collected"])
+            verdicts.append(self.verdict(variant.key, outcome, self.time_limit))
+        self.reference_seconds = max(v.seconds for v in verdicts)
+        return verdicts
+
+    def variants(self, variants: list[Variant], *, repeats: bool = True) -> dict[str, Verdict]:
+        """Stage 2: the suite on each variant, shuffled, stopping at the first
+        failing test; with the correct implementations repeated among them."""
+        jobs = list(variants)
+        if repeats:
+            jobs += [self.session.reference] * REFERENCE_REPEATS + list(self.session.alternates)
+        random.SystemRandom().shuffle(jobs)
+        limit = self.mutant_time_limit()
+        runs = {self._id(): v for v in jobs}
+        self.on_event({"event": "plan", "runs": len(runs)})
+        verdicts: dict[str, Verdict] = {}
+        repeated: list[Verdict] = []
+
+        def done(run: Run, outcome: Outcome) -> None:
+            variant = runs[run.id]
+            self._check_implementation(variant, outcome)
+            verdict = self.verdict(variant.key, outcome, limit)
+            if verdict.killed and verdict.failed:
+                self.kills[verdict.failed[0]] += 1
+            if variant.key == "reference" or variant.key.startswith("alternate:"):
+                repeated.append(verdict)
+            else:
+                verdicts[variant.key] = verdict
+            self.on_event({"event": "verdict", "status": verdict.status})
+
+        request = lambda: {"suite": "student", "mode": "grade", "order": self.order()}  # noqa: E731
+        self.engine.run([Run(i, request, v.request(), limit) for i, v in runs.items()], on_done=done)
+        rejected = [v for v in repeated if v.status != PASSED]
+        if rejected:
+            raise SuiteProblem("your tests fail on a correct implementation when it is run again", [
+                f"your tests {v.status} on {describe(v.key)} when it came up again among the mutants"
+                + (f" ({', '.join(v.failed)})" if v.failed else "") + (f": {v.detail}" if v.detail else "")
+                for v in rejected
+            ] + ["graded tests must judge what the code does: the same correct code must always pass, "
+                 "whatever ran before it"])
+        return verdicts
+
+    def mutant_time_limit(self) -> float:
+        """2 s + 10x the slowest correct run, at most the time limit."""
+        if self.reference_seconds is None:
+            return self.time_limit
+        return min(self.time_limit, 2.0 + 10.0 * self.reference_seconds)
+
+    def order(self) -> list[str]:
+        """Tests that caught the most variants so far first; file order otherwise."""
+        return sorted(self.collected, key=lambda test: -self.kills[test])
+
+    def report_on(self, variant: Variant) -> str:
+        """pytest's own report of the suite on `variant` (short tracebacks)."""
+        run = Run(self._id(), {"suite": "student", "mode": "report"}, variant.request(), self.time_limit)
+        outcome = self.engine.run([run])[run.id]
+        return _merged(outcome.report).get("output", "")
+
+    # ---- reading outcomes --------------------------------------------------------------
+
+    @staticmethod
+    def verdict(key: str, outcome: Outcome, limit: float) -> Verdict:
+        report = outcome.report
+        failed = tuple(str(line["failed"]) for line in report if "failed" in line)[:MAX_REPORTED_FAILURES]
+        running = next((str(line["running"]) for line in reversed(report) if "running" in line), None)
+        if outcome.timed_out:
+            return Verdict(key, TIMEOUT, (running,) if running else (), outcome.seconds,
+                           f"still running after {limit:.1f} s (the time limit)")
+        if outcome.exit == EXIT_PASSED:
+            return Verdict(key, PASSED, (), outcome.seconds)
+        if outcome.exit == EXIT_FAILED:
+            return Verdict(key, FAILED, failed, outcome.seconds)
+        how = f"signal {outcome.exit - 128}" if outcome.exit and outcome.exit > 128 else f"exit status {outcome.exit}"
+        return Verdict(key, CRASHED, failed or ((running,) if running else ()), outcome.seconds,
+                       f"the test process ended ({how})" + (f" during {running}" if running else ""))
+
+    @staticmethod
+    def _check_implementation(variant: Variant, outcome: Outcome) -> None:
+        """A course variant's process must end only when told to: anything else
+        is a fault of the grader, not a verdict."""
+        if variant.key == "student":
+            return
+        if outcome.impl_exit not in (0, None) and not outcome.impl_stopped:
+            said = _merged(outcome.impl_report).get("internal", "")
+            raise GradingFault(
+                f"the implementation process of {describe(variant.key)} ended on its own "
+                f"(exit status {outcome.impl_exit}) during a run: an internal fault of the grader, not a verdict"
+                + (f"\n{said}" if said else "")
+            )
+
+
+def describe(key: str) -> str:
+    if key == "reference":
+        return "the reference"
+    if key.startswith("alternate:"):
+        return f"a second correct implementation ({key})"
+    if key.startswith("pitfall:"):
+        return f"pitfall {key.split(':', 1)[1]}"
+    return f"mutant {key}"
+
+
+def _merged(report: list[dict]) -> dict:
+    """A run's report lines as one dict (later keys win)."""
+    merged: dict = {}
+    for line in report:
+        if isinstance(line, dict):
+            merged.update(line)
+    return merged
