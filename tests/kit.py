@@ -14,13 +14,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def copy_checkout(dest: Path) -> Path:
-    """Copy every file git tracks or would track (not ignored) into dest:
-    what a fresh clone holds in CI, plus work not yet committed."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, check=True, capture_output=True,
-    ).stdout.decode().split("\0")
-    for rel in filter(None, listed):
+    """Copy what a fresh clone holds into dest: every file git tracks, plus
+    kit files not yet committed, but none of a student's own work (files
+    under python/ that git does not track: the README's first command
+    starts L7.3 in this very checkout)."""
+    def listed(*options: str) -> list[str]:
+        out = subprocess.run(["git", "ls-files", "-z", *options], cwd=ROOT, check=True, capture_output=True).stdout
+        return [name for name in out.decode().split("\0") if name]
+
+    untracked = [name for name in listed("--others", "--exclude-standard") if not name.startswith("python/")]
+    for rel in listed("--cached") + untracked:
         source = ROOT / rel
         if source.is_file():  # a tracked file deleted in the work tree is skipped
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -50,3 +53,18 @@ def snapshot(root: Path, skip: tuple[str, ...] = (".ol",)) -> dict[str, str]:
         if path.is_file() and rel.parts[0] not in skip and "__pycache__" not in rel.parts:
             digests[str(rel)] = hashlib.sha256(path.read_bytes()).hexdigest()
     return digests
+
+
+def processes_with(marker: str) -> list[int]:
+    """Pids of running processes whose command line contains `marker`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                if marker.encode() in cmdline.read().replace(b"\0", b" "):
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found

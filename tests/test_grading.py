@@ -1,6 +1,7 @@
 """Kit tests of the mutation grader (`ol check`): that it tells good suites
 from weak ones, names a missed pitfall, survives hostile tests, and leaves the
-repository as it found it."""
+repository as it found it.  Cheating suites, confinement and faults of the
+grader itself: tests/test_trust.py."""
 
 from __future__ import annotations
 
@@ -15,13 +16,14 @@ from pathlib import Path
 import pytest
 
 from grading_suites.float16_blind import write_float16_blind_suite
-from kit import ROOT, copy_checkout, explain, run_ol, snapshot
-from ol.grading import sandbox
-from ol.grading.check import _private_suite, check_module
+from kit import ROOT, copy_checkout, explain, processes_with, run_ol, snapshot
+from ol.catalog import load_catalog
+from ol.grading.check import check_module
 from ol.grading.mutants import _generate, build_mutant_set
 from ol.grading.report import to_json, to_text
+from ol.grading.session import GradingSession, Variant
+from ol.grading.stages import PASSED, TIMEOUT, Grader
 from ol.grading.static_check import check_test_folder
-from ol.catalog import load_catalog
 
 SUITES = ROOT / "tests" / "grading_suites"
 REFERENCE_ROPE = ROOT / "course/reference/python/tinyllm/modern/rope.py"
@@ -29,7 +31,7 @@ MODEL_ANSWER = ROOT / "course/reference/python/tests/l7-3-rope"
 
 
 def grade(folder: Path, **kwargs):
-    return check_module(ROOT, "L7.3", tests=folder, course_tests=False, **kwargs)
+    return check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", **kwargs)
 
 
 # ---- the grade discriminates -----------------------------------------------------------
@@ -106,23 +108,8 @@ def test_system_exit_in_a_test_is_a_failure_not_an_escape(tmp_path):
     assert "test_quits" in " ".join(result.problems)
 
 
-def make_suite(tmp_path: Path, test_text: str) -> sandbox.Suite:
-    """A sandbox suite of one test file, against the L7.3 reference modules."""
-    tests = tmp_path / "student"
-    tests.mkdir()
-    (tests / "test_it.py").write_text(textwrap.dedent(test_text))
-    catalog = load_catalog(ROOT)
-    work = tmp_path / "work"
-    work.mkdir()
-    return _private_suite(ROOT, catalog, catalog.get("L7.3"), tests, work)
-
-
-def test_a_variant_that_hangs_or_kills_the_process_counts_as_caught(tmp_path):
-    suite = make_suite(tmp_path, """
-        import numpy as np
-        from tinyllm.autograd.tensor import Tensor
-        from tinyllm.modern.rope import apply_rope, rope_cos_sin
-
+def test_a_variant_that_hangs_or_kills_its_process_counts_as_caught(tmp_path):
+    suite = write_suite(tmp_path / "l7-3-rope", """
         def test_hand_example():
             cos, sin = rope_cos_sin(1, [1.0, 0.01])
             out = apply_rope(Tensor(np.array([1.0, 0, 0, 1])), cos, sin)
@@ -133,45 +120,49 @@ def test_a_variant_that_hangs_or_kills_the_process_counts_as_caught(tmp_path):
     exits = reference.replace("    positions = _positions_as_float32(positions)",
                               "    import os\n    os._exit(3)\n    positions = _positions_as_float32(positions)", 1)
     assert spins != reference and exits != reference
-    stages = [sandbox.Stage((sandbox.Job("reference"),), run_all_tests=True, stop_unless_all_pass=True, time_limit=20),
-              sandbox.Stage((sandbox.Job("spins", spins), sandbox.Job("exits", exits)), time_limit=2)]
-    run = sandbox.run_stages(suite, stages, time_limit=20)
-    assert run.verdicts["reference"].status == sandbox.PASSED
-    assert run.verdicts["spins"].status == sandbox.TIMEOUT and run.verdicts["spins"].killed
-    assert run.verdicts["exits"].status == sandbox.CRASHED and run.verdicts["exits"].killed
-    assert run.verdicts["exits"].failed and "test_hand_example" in run.verdicts["exits"].failed[0]
+    session = GradingSession(ROOT, "L7.3")
+    with session.engine({"student": suite}) as engine:
+        grader = Grader(session, engine, time_limit=20)
+        assert [v.status for v in grader.correct_implementations()] == [PASSED, PASSED]
+        grader.reference_seconds = 0.0   # so the variants get 2 s
+        verdicts = grader.variants([Variant("spins", spins, "rope.py"), Variant("exits", exits, "rope.py")],
+                                   repeats=False)
+    assert verdicts["spins"].status == TIMEOUT and verdicts["spins"].killed
+    assert verdicts["exits"].killed and verdicts["exits"].failed[0].endswith("test_hand_example")
 
 
-def test_the_fence_refuses_the_repository_and_other_programs(tmp_path):
+def test_runs_cannot_reach_the_repository_nor_start_what_outlives_them(tmp_path):
     target = ROOT / "python" / "tinyllm" / "__init__.py"
     before = target.read_bytes()
-    suite = make_suite(tmp_path, f"""
-        import os, subprocess, pytest
+    suite = write_suite(tmp_path / "l7-3-rope", f"""
+        import os, pathlib, subprocess
 
-        def test_write_student_tree():
-            with pytest.raises(PermissionError):
-                open({str(target)!r}, "a").write("# vandal")
+        def test_the_repository_is_not_there():
+            for path in ({str(target)!r}, {str(REFERENCE_ROPE)!r}, {str(ROOT)!r}):
+                assert not pathlib.Path(path).exists(), path
 
-        def test_read_reference():
-            with pytest.raises(PermissionError):
-                open({str(REFERENCE_ROPE)!r}).read()
+        def test_no_network():
+            import socket
+            try:
+                socket.create_connection(("1.1.1.1", 53), timeout=1)
+            except OSError:
+                return
+            raise AssertionError("reached the network")
 
-        def test_list_repository():
-            with pytest.raises(PermissionError):
-                os.listdir({str(ROOT)!r})
+        def test_an_unprivileged_user_with_a_private_tmp():
+            assert os.getuid() != 0
+            assert oct(os.stat(os.environ["TMPDIR"]).st_mode & 0o777) == "0o700"
 
-        def test_start_a_program():
-            with pytest.raises(PermissionError):
-                subprocess.run(["true"])
-
-        def test_exit_is_a_crash():
-            os._exit(0)
+        def test_a_program_started_here_dies_with_the_run():
+            subprocess.Popen(["sleep", "31415"], start_new_session=True)
     """)
-    stage = sandbox.Stage((sandbox.Job("reference"),), run_all_tests=True, time_limit=20)
-    verdict = sandbox.run_stages(suite, [stage], time_limit=20).verdicts["reference"]
-    assert verdict.status == sandbox.CRASHED, verdict
-    assert verdict.failed and verdict.failed[0].endswith("test_exit_is_a_crash"), "the crash names the test"
-    assert target.read_bytes() == before
+    session = GradingSession(ROOT, "L7.3")   # straight to the runs: the static check would refuse os
+    for sharing in ("shared", "isolated"):
+        with session.engine({"student": suite}, sharing=sharing) as engine:
+            verdicts = Grader(session, engine, time_limit=20).correct_implementations()
+        assert [(v.status, v.failed) for v in verdicts] == [(PASSED, ())] * 2, (sharing, verdicts)
+        assert target.read_bytes() == before
+        assert not processes_with("sleep 31415"), f"a process started by a run outlived the check ({sharing})"
 
 
 # ---- the student's path through ./ol check ----------------------------------------------
@@ -257,28 +248,6 @@ def test_ol_check_usage_errors(finished_checkout):
 
 
 # ---- the parts --------------------------------------------------------------------------
-
-
-def test_grafted_variants_get_the_verdicts_of_fresh_interpreters(tmp_path):
-    """The grader grafts each variant onto the loaded reference (fast); a fresh
-    interpreter importing the variant's file is the plain truth.  They must
-    agree: on the pitfalls, the alternate, every module- and class-level
-    mutant, and a spread of function mutants, for a suite that catches some
-    and misses others."""
-    catalog = load_catalog(ROOT)
-    module = catalog.get("L7.3")
-    mutants = build_mutant_set(REFERENCE_ROPE, ROOT / module.grading.pitfalls, ROOT / module.grading.equivalent)
-    chosen = [m for m in mutants.counted if "." not in m.function and not m.function.startswith("_")][::9]
-    chosen += [m for m in mutants.counted if m.function in ("<module>", "RopeSpec", "RopeSpec.__post_init__")]
-    jobs = [sandbox.Job(f"pitfall:{p.id}", p.source) for p in mutants.pitfalls]
-    jobs += [sandbox.Job("alternate", (ROOT / module.grading.alternates[0]).read_text())]
-    jobs += [sandbox.Job(m.id, m.source) for m in chosen]
-    suite = _private_suite(ROOT, catalog, module, SUITES / "shapes-and-errors", tmp_path)
-    grafted = sandbox.run_stages(suite, [sandbox.Stage(tuple(jobs), time_limit=30)], time_limit=30).verdicts
-    fresh = {job.key: sandbox.fresh_verdict(suite, job, run_all=False, time_limit=30) for job in jobs}
-    differ = {key: (grafted[key].status, fresh[key].status) for key in fresh if grafted[key].killed != fresh[key].killed}
-    assert not differ, f"grafted vs fresh verdicts differ: {differ}"
-    assert len({v.killed for v in fresh.values()}) == 2, "the sample should hold caught and missed variants"
 
 
 def test_spliced_mutants_are_mutmuts_own():

@@ -8,9 +8,10 @@ and imported only when they are run; such a module defines
     def configure(parser: argparse.ArgumentParser) -> None
     def run(args: argparse.Namespace, ctx: ol.cli.Context) -> int
 
-Exit codes: 0 ok; 1 a failure (tests fail, `diff` refused); 2 the command
-could not run as asked (usage errors, an unknown module, a module or its
-needs not started).
+Exit codes (ol.exits): 0 ok; 1 a failure (tests fail, `diff` refused); 2 the
+command could not run as asked (usage errors, an unknown module, a module or
+its needs not started, a fault of the grader); 130 and 143 when stopped by
+SIGINT or SIGTERM, which leave no process or temporary folder behind.
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ from typing import TextIO
 
 from ol.catalog import CATALOG_PATH, Catalog, Module, load_catalog
 from ol.errors import OlError
+from ol.exits import ERROR, INTERRUPTED, NOT_PASSED, OK, TERMINATED
 from ol.native_build import C_FLAGS, SHARED_FLAGS, NoCompiler, c_files, find_compiler, include_dirs
 from ol.runner import NotReady, TestRun, plan_overlay, run_course_tests, run_student_tests
 from ol.state import PASSING, STARTED, StateStore
 from ol.workspace import BACKUP_DIR, reset_module, reference_diff, start_module
 
-OK, FAILED, USAGE = 0, 1, 2
 
 WORKFLOW = """\
 tinyllm course runner: you build the library module by module.
@@ -326,7 +327,7 @@ def _some(names: Sequence[str], shown: int = 4) -> str:
 def _exit_code(run: TestRun) -> int:
     if run.exit_code == 0:
         return OK
-    return USAGE if run.exit_code == 4 else FAILED
+    return ERROR if run.exit_code == 4 else NOT_PASSED
 
 
 register(Verb(
@@ -369,7 +370,7 @@ def _diff(args, ctx: Context) -> int:
             f"code passes. {ctx.ol} tests {module.id}{ref} shows why.{hint}",
             file=ctx.err,
         )
-        return FAILED
+        return NOT_PASSED
 
     text = reference_diff(ctx.root, module)
     ctx.say(f"ol: all {len(run.passed)} course tests pass, so here is your code (-) against the "
@@ -491,7 +492,7 @@ def _lazy_verb(name: str) -> Verb:
         def unavailable(args, ctx):
             print(f"ol: `{name}` is not available yet: its code ({module_name}) is not in this checkout.",
                   file=ctx.err)
-            return USAGE
+            return ERROR
 
         return Verb(name, summary, lambda p: p.add_argument("rest", nargs=argparse.REMAINDER,
                                                             help=argparse.SUPPRESS), unavailable)
@@ -544,6 +545,7 @@ def main(argv: Sequence[str] | None = None, root: str | Path | None = None,
     """Run one ol command; returns the exit code (0 ok, 1 failure, 2 usage)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     out, err = out or sys.stdout, err or sys.stderr
+    _terminate_cleanly()
     try:
         ctx = Context(find_root(root), out, err)
     except OlError as error:
@@ -571,7 +573,7 @@ def main(argv: Sequence[str] | None = None, root: str | Path | None = None,
     if pytest_args and not verb.takes_pytest_args:
         parser.print_usage(err)
         print(f"ol: {verb.name} takes no pytest arguments after --", file=err)
-        return USAGE
+        return ERROR
     args.pytest_args = pytest_args
 
     try:
@@ -582,4 +584,23 @@ def main(argv: Sequence[str] | None = None, root: str | Path | None = None,
         return error.exit_code
     except KeyboardInterrupt:
         print("ol: interrupted", file=err)
-        return 130
+        return INTERRUPTED
+    except _Terminated:
+        print("ol: terminated", file=err)
+        return TERMINATED
+
+
+class _Terminated(BaseException):
+    """SIGTERM arrived: unwind like Ctrl-C, so every sandbox and temporary
+    folder is cleaned up on the way out."""
+
+
+def _terminate_cleanly() -> None:
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        def stop(signum, frame):
+            raise _Terminated()
+
+        signal.signal(signal.SIGTERM, stop)

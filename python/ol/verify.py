@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ol.catalog import REFERENCE_TREE, Module, dotted_name, load_catalog
+from ol.exits import NOT_PASSED, OK
 
-OK, FAILED = 0, 1
 
 
 @dataclass
@@ -40,76 +40,86 @@ class VerifyResult:
 
 def verify_module(root: Path, module_id: str, *, workers: int = 2) -> VerifyResult:
     """Every check above for one module; problems are listed, not raised."""
-    from ol.runner import run_course_tests
-    from ol.workspace import fresh_stubs
-
     root = Path(root).resolve()
-    catalog = load_catalog(root)
-    module = catalog.get(module_id)
+    module = load_catalog(root).get(module_id)
     result = VerifyResult(module.id)
-
-    def course_tests(sources=None):
-        return run_course_tests(root, module, implementation="reference", sources=sources, capture=True, catalog=catalog)
-
-    stubs = {dotted_name(f): text for f, text in fresh_stubs(root, module).items()}
-    graded = module.grading
-    jobs = {"reference": None, "stub": stubs}
-    if graded:
-        from ol.grading.mutants import load_pitfalls
-
-        target = dotted_name(graded.target)
-        reference_text = (root / REFERENCE_TREE / graded.target).read_text()
-        pitfall_errors: list[str] = []
-        pitfalls = load_pitfalls(root / graded.pitfalls, reference_text, f"{REFERENCE_TREE}/{graded.target}",
-                                 errors=pitfall_errors)
-        result.problems.extend(pitfall_errors)
-        for pitfall in pitfalls:
-            jobs[f"pitfall {pitfall.id}"] = {target: pitfall.source}
-        for number, path in enumerate(graded.alternates, start=1):
-            jobs[f"alternate {number}"] = {target: (root / path).read_text()}
-    with ThreadPoolExecutor(max_workers=workers) as pool:  # each run is its own pytest process
-        runs = dict(zip(jobs, pool.map(course_tests, jobs.values())))
-
-    reference = runs.pop("reference")
-    result.check(reference.ok, f"the reference passes the {len(reference.passed)} course tests",
-                 f"the reference FAILS course tests: {', '.join(reference.failed) or reference.output[-2000:]}")
-    stub = runs.pop("stub")
-    stub_passing = stub.passed
-    result.check(not stub_passing and stub.exit_code != 0, f"a fresh stub fails every course test ({len(stub.failed)})",
-                 f"a fresh stub PASSES course tests {', '.join(stub_passing)}: they test nothing the stub lacks")
-    for name, run in runs.items():
-        if name.startswith("alternate"):
-            result.check(run.ok, f"{name} ({graded.alternates[int(name.split()[1]) - 1]}) passes the course tests",
-                         f"{name} FAILS course tests: {', '.join(run.failed)}")
-    if graded:
-        for pitfall in pitfalls:
-            run = runs[f"pitfall {pitfall.id}"]
-            failed = {name.split("[")[0] for name in run.failed}
-            missed = [test for test in pitfall.caught_by if test not in failed]
-            result.check(not missed, f"pitfall {pitfall.id} fails {', '.join(pitfall.caught_by)}",
-                         f"pitfall {pitfall.id} is NOT caught by {', '.join(missed)} (it fails: "
-                         f"{', '.join(sorted(failed)) or 'nothing'})")
-        if pitfall_errors:
-            result.problems.append("the model answer is not graded until every pitfall applies to the reference")
-        else:
-            _verify_grading(root, module, result, workers)
+    if module.grading is None:
+        _verify_course_tests(root, module, result, workers)
+    else:
+        _verify_graded(root, module, result, workers)
     return result
 
 
-def _verify_grading(root: Path, module: Module, result: VerifyResult, workers: int) -> None:
-    from ol.grading.check import check_module, equivalent_verdicts
-    from ol.grading.mutants import build_mutant_set
+def _verify_course_tests(root: Path, module: Module, result: VerifyResult, workers: int) -> None:
+    """An ungraded module: the reference passes its course tests, a stub fails them."""
+    from ol.runner import run_course_tests
+    from ol.workspace import fresh_stubs
+
+    catalog = load_catalog(root)
+    stubs = {dotted_name(f): text for f, text in fresh_stubs(root, module).items()}
+    with ThreadPoolExecutor(max_workers=workers) as pool:  # each run is its own pytest process
+        reference, stub = pool.map(lambda sources: run_course_tests(
+            root, module, implementation="reference", sources=sources, capture=True, catalog=catalog), [None, stubs])
+    _check_reference_and_stub(result, reference.ok, reference.passed, reference.failed, reference.output,
+                              stub.passed, stub.failed, stub.exit_code != 0)
+
+
+def _check_reference_and_stub(result, ok, passed, failed, output, stub_passed, stub_failed, stub_not_ok) -> None:
+    result.check(ok, f"the reference passes the {len(passed)} course tests",
+                 f"the reference FAILS course tests: {', '.join(failed) or output[-2000:]}")
+    result.check(not stub_passed and stub_not_ok, f"a fresh stub fails every course test ({len(stub_failed)})",
+                 f"a fresh stub PASSES course tests {', '.join(stub_passed)}: they test nothing the stub lacks")
+
+
+def _verify_graded(root: Path, module: Module, result: VerifyResult, workers: int) -> None:
+    """A graded module: every check, through one grading session."""
+    from ol.grading.mutants import overlapping_edits
+    from ol.grading.session import GradingSession, Variant
+    from ol.grading.stages import Grader
+    from ol.workspace import fresh_stubs
 
     grading = module.grading
-    mutants = build_mutant_set(root / REFERENCE_TREE / grading.target, root / grading.pitfalls, root / grading.equivalent)
+    pitfall_errors: list[str] = []
+    session = GradingSession(root, module.id, pitfall_errors=pitfall_errors)
+    result.problems.extend(pitfall_errors)
+    result.problems.extend(overlapping_edits(root / grading.pitfalls, session.reference.source))
+    stub = Variant("stub", fresh_stubs(root, module)[grading.target], session.reference.origin)
+    variants = [session.reference, stub, *session.alternates, *session.pitfall_variants()]
+    with session.engine({}, workers=workers) as engine:
+        runs = Grader(session, engine, time_limit=300.0).course_tests_of(variants)
+    reference, stub_run = runs.pop("reference"), runs.pop("stub")
+    _check_reference_and_stub(result, reference.ok, reference.passed, reference.failed, reference.output,
+                              stub_run.passed, stub_run.failed, not stub_run.ok)
+    for number, alternate in enumerate(session.alternates, start=1):
+        run = runs[alternate.key]
+        result.check(run.ok, f"alternate {number} ({grading.alternates[number - 1]}) passes the course tests",
+                     f"alternate {number} FAILS course tests: {', '.join(run.failed)}")
+    for pitfall in session.mutants.pitfalls:
+        run = runs[f"pitfall:{pitfall.id}"]
+        failed = {name.split("[")[0] for name in run.failed}
+        missed = [test for test in pitfall.caught_by if test not in failed]
+        result.check(not missed, f"pitfall {pitfall.id} fails {', '.join(pitfall.caught_by)}",
+                     f"pitfall {pitfall.id} is NOT caught by {', '.join(missed)} (it fails: "
+                     f"{', '.join(sorted(failed)) or 'nothing'})")
+    if pitfall_errors:
+        result.problems.append("the model answer is not graded until every pitfall applies to the reference")
+    else:
+        _verify_grading(session, result, workers)
+
+
+def _verify_grading(session, result: VerifyResult, workers: int) -> None:
+    from ol.grading.check import check_module, equivalent_verdicts
+
+    grading, mutants = session.grading, session.mutants
     for entry in mutants.stale_equivalents:
         result.problems.append(
             f"{grading.equivalent}: {entry.id} ({entry.function}) is no longer generated by mutmut from "
             f"{REFERENCE_TREE}/{grading.target}: the reference changed; review the list (ids of the current "
             "survivors of the model answer are printed by ol check on it)"
         )
-    answer = root / grading.model_answer
-    check = check_module(root, module.id, tests=answer, course_tests=False, workers=workers)
+    answer = session.root / grading.model_answer
+    check = check_module(session.root, session.module.id, tests=answer, course_tests=False, workers=workers,
+                         session=session)
     if check.reason:
         result.problems.append(f"the model answer ({grading.model_answer}) is not graded: {check.reason}: "
                                + "; ".join(check.problems))
@@ -122,7 +132,7 @@ def _verify_grading(root: Path, module: Module, result: VerifyResult, workers: i
         f"{', '.join(missed) or 'none'}; surviving mutants: "
         + "; ".join(f"{s.id}\n{s.diff}" for s in check.survivors),
     )
-    killed = equivalent_verdicts(root, module.id, tests=answer, workers=workers)
+    killed = equivalent_verdicts(session.root, session.module.id, tests=answer, workers=workers, session=session)
     result.check(
         not killed,
         f"none of the {len(mutants.equivalent)} reviewed equivalent mutants is caught by the model answer",
@@ -157,5 +167,5 @@ def run(args: argparse.Namespace, ctx) -> int:
             print(f"  ok       {line}", file=ctx.out)
         for line in outcome.problems:
             print(f"  PROBLEM  {line}", file=ctx.out)
-        status = status if outcome.ok else FAILED
+        status = status if outcome.ok else NOT_PASSED
     return status

@@ -115,7 +115,8 @@ def check_module(
         student, overrides = session.student_variant(ref_deps)
     if not tests.is_dir():
         return stop(f"no test folder {_shown(tests, root)}: ./ol start {module.id} creates it with a starter test", [])
-    violations = check_test_folder(tests, root, grading.allowed_imports, contract_names(session))
+    violations = check_test_folder(tests, root, grading.allowed_imports, contract_names(session),
+                                   {v.origin: v.source for v in (session.reference, *session.alternates)})
 
     try:
         with session.engine({"student": tests}, workers=workers, mode=result.confinement,

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+from pathlib import Path
 
 from ol.errors import OlError
+from ol.exits import ERROR, NOT_PASSED, OK
 
-OK, NOT_PASSED, USAGE = 0, 1, 2
+MAX_TIME_LIMIT = 3600.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -16,41 +19,55 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "Run the module's course tests on your code, then grade your own tests "
         "(python/tests/<module>/) by mutation: they must pass on correct implementations and "
         "fail on as many broken copies of the reference as the module's threshold asks, "
-        "catching every pitfall. Exit 0 passed, 1 not passed, 2 usage error."
+        "catching every pitfall. Exit 0 passed, 1 not passed, 2 the check could not run "
+        "(a usage error, or a fault of the grader: no score is given)."
     )
     parser.add_argument("module", metavar="MODULE", help="a graded module id, e.g. L7.3")
     parser.add_argument("--ref-deps", action="store_true",
                         help="run the course tests with the module's needs taken from the reference")
+    parser.add_argument("--tests", type=Path, metavar="DIR", default=None,
+                        help="grade the tests in DIR instead of your own test folder")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object on stdout")
     parser.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, metavar="N",
-                        help="mutants run N at a time (default: the number of cores)")
-    parser.add_argument("--time-limit", type=_positive_float, default=60.0, metavar="SECONDS",
-                        help="longest your suite may take on a correct implementation (default 60)")
+                        help="runs N at a time (default: the number of cores)")
+    parser.add_argument("--time-limit", type=_time_limit, default=60.0, metavar="SECONDS",
+                        help="longest the course tests, or your suite on a correct implementation, may take "
+                             f"(default 60, at most {MAX_TIME_LIMIT:.0f})")
+    parser.add_argument("--isolated", action="store_true",
+                        help="collect your suite afresh in every run, as the instructor's grade does "
+                             "(slower; the default collects it once and forks a clean run per mutant)")
 
 
 def run(args: argparse.Namespace, ctx) -> int:
-    # One BLAS thread per process: the workers are forked, and the suite's
-    # timing must not depend on how many run at once.  Set before numpy loads.
+    # One BLAS thread per process: runs are forked, and the suite's timing
+    # must not depend on how many run at once.  Set before numpy loads.
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, "1")
+    from ol.grading import confine
     from ol.grading.check import check_module
     from ol.grading.report import ProgressBar, to_json, to_text
+    from ol.grading.session import default_mode
     from ol.state import CHECKED
 
     try:
         module = ctx.module(args.module)
+        mode = default_mode()
+        if mode != confine.CONFINED and not args.json:
+            ctx.warn(f"this check runs unconfined ({confine.bubblewrap()[1]}): it is feedback only; "
+                     "the instructor's grade is computed confined")
         progress = ProgressBar(total=0, stream=ctx.err)
         try:
-            result = check_module(ctx.root, module.id, ref_deps=args.ref_deps, workers=args.jobs,
-                                  time_limit=args.time_limit, on_event=progress)
+            result = check_module(ctx.root, module.id, tests=args.tests, ref_deps=args.ref_deps, workers=args.jobs,
+                                  time_limit=args.time_limit, on_event=progress, mode=mode,
+                                  sharing="isolated" if args.isolated or mode != confine.CONFINED else "shared")
         finally:
             progress.close()
     except OlError as error:
         if args.json:
-            print(json.dumps({"module": args.module, "passed": False, "reason": str(error)}), file=ctx.out)
+            print(json.dumps({"module": args.module, "passed": False, "score": None, "error": str(error)}), file=ctx.out)
         else:
             print(f"ol check: {error}", file=ctx.err)
-        return USAGE
+        return ERROR if error.exit_code == 2 else NOT_PASSED
     if result.passed:
         ctx.store.record(module, CHECKED, ref_deps=args.ref_deps)
     print(to_json(result) if args.json else to_text(result), file=ctx.out, end="" if not args.json else "\n")
@@ -58,14 +75,21 @@ def run(args: argparse.Namespace, ctx) -> int:
 
 
 def _positive_int(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text}")
     return value
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text}")
+def _time_limit(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and 0 < value <= MAX_TIME_LIMIT):
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds above 0 and at most {MAX_TIME_LIMIT:.0f}, got {text}")
     return value

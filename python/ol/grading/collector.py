@@ -7,9 +7,10 @@ which runs the suite's code in this process, then forks one run per request.
 Each run starts from the state right after collection, the same for every
 run, and gets new user, mount, network, IPC and pid namespaces, a fresh /tmp
 and /dev/shm, its capabilities dropped, and only its own two descriptors
-(the channel to its implementation and its report to the observer).  So no
-run can leave anything for a later one: not a file, a socket, shared memory,
-a process, a signal.
+(the channel to its implementation and its report to the observer); shared
+memory mapped while collecting is unmapped, and every process started while
+collecting is killed before the first run.  So no run can leave anything for
+a later one: not a file, a socket, shared memory, a process, a signal.
 
 Why the code below looks unusual: once collect() returns, the suite's code
 has run here and may have replaced any Python function or attribute (of
@@ -56,7 +57,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     """Collect with collect() -> (items, test ids) or an exit code, then serve
     run requests on control_fd until it closes; returns the exit status."""
     # ---- bound before the suite's code runs; nothing else is used afterwards -------------
-    fork, waitpid, kill, exit_, getuid, getgid = os.fork, os.waitpid, os.kill, os._exit, os.getuid, os.getgid
+    fork, waitpid, kill, exit_, getuid, getgid, getpid = os.fork, os.waitpid, os.kill, os._exit, os.getuid, os.getgid, os.getpid
     open_, read, write, close, dup, dup2, closerange = os.open, os.read, os.write, os.close, os.dup, os.dup2, os.closerange
     pidfd_open, wait_readable, setrlimit = os.pidfd_open, select.select, resource.setrlimit
     recvmsg, sendall = _socket.socket.recvmsg, _socket.socket.sendall
@@ -96,6 +97,13 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
             set_signal(number, sig_ign if number == sigpipe else sig_dfl)
         except (OSError, ValueError, RuntimeError):
             pass
+    me = getpid()
+    for entry in listdir("/proc"):             # no process started while collecting lives on
+        if entry.isdigit() and int(entry) not in (1, me):
+            try:
+                kill(int(entry), 9)
+            except OSError:
+                pass
     if len(listdir("/proc/self/task")) != 1:
         text = b"your tests start threads while being collected (at import time); start them inside tests"
         sendall(control, b"P" + to_bytes(len(text), 4, byte_order) + text)

@@ -523,10 +523,18 @@ class _CollectorLink:
                 return
 
     def _frame(self) -> tuple[bytes, bytes] | None:
+        """The next "C" or "P" frame, once it is all here.  Anything the suite
+        wrote into this connection while it was being collected comes first
+        and is dropped ("D" frames for runs that do not exist yet), or, if it
+        is not even a frame, ends the collection with a problem."""
         chunk = self.control.recv(1 << 20)
         if not chunk:
             raise EngineFault("the process holding your collected tests closed its connection")
         self.buffer += chunk
+        while self.buffer[:1] == b"D" and len(self.buffer) >= 9:
+            self.buffer = self.buffer[9:]
+        if self.buffer[:1] not in (b"", b"C", b"P", b"D"):
+            return b"P", b"collect\nyour tests wrote into the grader's own connection while being collected"
         if len(self.buffer) >= 5 and self.buffer[:1] in (b"C", b"P"):
             size = int.from_bytes(self.buffer[1:5], "little")
             if len(self.buffer) >= 5 + size:
@@ -570,14 +578,23 @@ class _CollectorLink:
             raise EngineFault("the process holding your collected tests ended during grading")
         self.buffer += chunk
         messages = []
-        while len(self.buffer) >= 9 and self.buffer[:1] == b"D":
+        while len(self.buffer) >= 5:
+            if self.buffer[:1] in (b"C", b"P"):   # a stale frame the suite wrote while collected
+                size = 5 + int.from_bytes(self.buffer[1:5], "little")
+                if len(self.buffer) < size:
+                    break
+                self.buffer = self.buffer[size:]
+                continue
+            if self.buffer[:1] != b"D" or len(self.buffer) < 9:
+                break
             run_id = int.from_bytes(self.buffer[1:5], "little")
             code = int.from_bytes(self.buffer[5:9], "little", signed=True)
             self.buffer = self.buffer[9:]
-            sock, data = self.reports.pop(run_id, (None, bytearray()))
-            if sock is not None:
-                self._drain(sock, data)
-                sock.close()
+            if run_id not in self.reports:
+                continue   # not a run in flight: a frame the suite wrote while it was collected
+            sock, data = self.reports.pop(run_id)
+            self._drain(sock, data)
+            sock.close()
             report = _lines(data)
             if run_id in self.listed:
                 self.listed.discard(run_id)

@@ -281,6 +281,25 @@ def _apply_edits(entry: dict, reference_source: str, reference_name: str, path: 
     return source
 
 
+def overlapping_edits(path: Path, reference_source: str) -> list[str]:
+    """Problems: pairs of edits of one pitfall whose `old` texts overlap in
+    the reference (applied one after the other, the second would no longer
+    find what it was written against)."""
+    problems = []
+    for entry in _read_toml(path).get("pitfall", []):
+        spans = []
+        for number, edit in enumerate(entry.get("edit", []), start=1):
+            start = reference_source.find(edit.get("old", ""))
+            if start >= 0 and edit.get("old"):
+                spans.append((start, start + len(edit["old"]), number))
+        spans.sort()
+        for (_, end, first), (start, _, second) in zip(spans, spans[1:]):
+            if start < end:
+                problems.append(f"pitfall {entry.get('id', '?')} in {path}: edits {first} and {second} overlap in the "
+                                "reference; make them touch separate text (or merge them into one edit)")
+    return problems
+
+
 def load_equivalents(path: Path) -> list[Equivalent]:
     """The reviewed equivalent mutants listed in `path` (none if it is absent)."""
     if not path.exists():
@@ -313,8 +332,11 @@ class MutantSet:
     pitfalls: tuple[Pitfall, ...]
 
 
-def build_mutant_set(reference: Path, pitfalls: Path, equivalent: Path, cache_dir: Path | None = None) -> MutantSet:
-    """The graded module's mutants, read from the catalog's paths."""
+def build_mutant_set(reference: Path, pitfalls: Path, equivalent: Path, cache_dir: Path | None = None,
+                     pitfall_errors: list[str] | None = None) -> MutantSet:
+    """The graded module's mutants, read from the catalog's paths.  A pitfall
+    whose edits do not apply raises MutantSetError, or, given a
+    pitfall_errors list, is described there and left out."""
     source = reference.read_text()
     generated = generate_mutants(source, reference.name, cache_dir)
     listed = {entry.id: entry for entry in load_equivalents(equivalent)}
@@ -324,5 +346,5 @@ def build_mutant_set(reference: Path, pitfalls: Path, equivalent: Path, cache_di
         message_only=tuple(m for m in generated if m.message_only),
         equivalent=tuple(m for m in generated if not m.message_only and m.id in listed),
         stale_equivalents=tuple(entry for entry in listed.values() if entry.id not in ids),
-        pitfalls=tuple(load_pitfalls(pitfalls, source, str(reference))),
+        pitfalls=tuple(load_pitfalls(pitfalls, source, str(reference), pitfall_errors)),
     )

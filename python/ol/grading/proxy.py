@@ -58,7 +58,9 @@ def request(header: dict, encoder: Encoder | None = None):
     """Send one request and return its decoded value, raising what the code
     under test raised."""
     if _channel is None:
-        raise ImplementationGone("no implementation is connected to this test run")
+        raise ImplementationGone(
+            "the code under test can be called only inside a test function, not while your test files are "
+            "being imported (module level, decorators, parametrize lists): move the call into the test")
     encoder = encoder or _ArgumentEncoder()
     try:
         send_message(_channel, header, encoder.buffers)

@@ -119,7 +119,12 @@ class _Server:
                 return self._reply(self.vjp(header, buffers), None, decoder, pristine)
             target = self.resolve(header.get("of"))
             if op == "getattr":
-                return self._reply(getattr(target, self.public(header.get("name"))), None, decoder, pristine)
+                name = self.public(header.get("name"))
+                try:
+                    return self._reply(getattr(target, name), None, decoder, pristine)
+                except WireError:
+                    raise Refused(f"{name!r} cannot be reached from the tests: it is neither data nor a function "
+                                  "or class of the code under test") from None
             if op == "setattr":
                 value = decoder.decode_top(header.get("value"))
                 setattr(target, self.public(header.get("name")), value)

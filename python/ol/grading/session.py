@@ -77,7 +77,8 @@ class Variant:
 class GradingSession:
     """Everything grading one module needs, read once from the catalog."""
 
-    def __init__(self, root: Path, module_id: str, *, cache_dir: Path | None = None):
+    def __init__(self, root: Path, module_id: str, *, cache_dir: Path | None = None,
+                 pitfall_errors: list[str] | None = None):
         self.root = Path(root).resolve()
         self.catalog = load_catalog(self.root)
         self.module = self.catalog.get(module_id)
@@ -91,7 +92,7 @@ class GradingSession:
         self.target = dotted_name(grading.target)
         reference_path = self.root / REFERENCE_TREE / grading.target
         self.mutants: MutantSet = build_mutant_set(reference_path, self.root / grading.pitfalls,
-                                                   self.root / grading.equivalent, cache_dir)
+                                                   self.root / grading.equivalent, cache_dir, pitfall_errors)
         self.reference = Variant("reference", _text(reference_path), f"{REFERENCE_TREE}/{grading.target}")
         self.alternates = tuple(Variant(f"alternate:{n}", _text(self.root / path), path)
                                 for n, path in enumerate(grading.alternates, start=1))

@@ -19,6 +19,7 @@ the clock, or guesses) is rejected.
 from __future__ import annotations
 
 import random
+import signal
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -103,9 +104,18 @@ class Grader:
         outcome = self.engine.run([run])[run.id]
         if trusted:
             self._check_implementation(variant, outcome)
-        report = _merged(outcome.report)
-        return CourseRun(ok=outcome.exit == 0, outcomes=report.get("outcomes", {}),
-                         output=report.get("output", ""), timed_out=outcome.timed_out)
+        return _course_run(outcome)
+
+    def course_tests_of(self, variants: list[Variant]) -> dict[str, CourseRun]:
+        """The course tests on each of the course's own variants, side by side."""
+        runs = {self._id(): v for v in variants}
+        outcomes = self.engine.run([Run(i, {"suite": "course", "mode": "report"}, v.request(), self.time_limit)
+                                    for i, v in runs.items()])
+        results = {}
+        for run_id, variant in runs.items():
+            self._check_implementation(variant, outcomes[run_id])
+            results[variant.key] = _course_run(outcomes[run_id])
+        return results
 
     # ---- the student's suite -------------------------------------------------------------
 
@@ -196,8 +206,9 @@ class Grader:
         failed = tuple(str(line["failed"]) for line in report if "failed" in line)[:MAX_REPORTED_FAILURES]
         running = next((str(line["running"]) for line in reversed(report) if "running" in line), None)
         if outcome.timed_out:
+            where = "running" if running else "collecting your tests (look for a loop at module level)"
             return Verdict(key, TIMEOUT, (running,) if running else (), outcome.seconds,
-                           f"still running after {limit:.1f} s (the time limit)")
+                           f"still {where} after {limit:.1f} s (the time limit)")
         if outcome.exit == EXIT_PASSED:
             return Verdict(key, PASSED, (), outcome.seconds)
         if outcome.exit == EXIT_FAILED:
@@ -208,11 +219,13 @@ class Grader:
 
     @staticmethod
     def _check_implementation(variant: Variant, outcome: Outcome) -> None:
-        """A course variant's process must end only when told to: anything else
-        is a fault of the grader, not a verdict."""
+        """The process serving a course variant may end by itself (a variant
+        that exits is behaviour: the tests see it gone), but nothing inside
+        it sends SIGKILL: killed without our asking is a fault of the grader's
+        machine, not a verdict."""
         if variant.key == "student":
             return
-        if outcome.impl_exit not in (0, None) and not outcome.impl_stopped:
+        if outcome.impl_exit == 128 + signal.SIGKILL and not outcome.impl_stopped:
             said = _merged(outcome.impl_report).get("internal", "")
             raise GradingFault(
                 f"the implementation process of {describe(variant.key)} ended on its own "
@@ -229,6 +242,12 @@ def describe(key: str) -> str:
     if key.startswith("pitfall:"):
         return f"pitfall {key.split(':', 1)[1]}"
     return f"mutant {key}"
+
+
+def _course_run(outcome: Outcome) -> CourseRun:
+    report = _merged(outcome.report)
+    return CourseRun(ok=outcome.exit == 0, outcomes=report.get("outcomes", {}),
+                     output=report.get("output", ""), timed_out=outcome.timed_out)
 
 
 def _merged(report: list[dict]) -> dict:

@@ -3,17 +3,27 @@
 Graded tests must judge what the code *does*.  So they may import only the
 catalog's allow-list (from the module under test, only the names of its
 contract), and may not read files, code objects, the environment or the
-interpreter's internals.  Every violation is reported with file:line; a
-folder with any violation is not graded.
+interpreter's internals.  The folder holds Python source only: no compiled
+file, no link, no file named like a module it would hide (numpy.py), and no
+copy of the course's own implementations ("your oracle must be your own").
+Every violation is reported with file:line; a folder with any violation is
+not graded.
 
-The check is the first of two fences: the sandbox that runs the tests also
-refuses any access to the repository at run time (ol.grading.sandbox).
+This is the friendly first fence, with clear messages; it is not the
+boundary.  A reader of source cannot see `g = getattr` used on a computed
+name, or re-exports such as typing.sys: what holds is the process model
+(README.md here): the tests never hold the code under test, and run confined.
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import keyword
+import sys
+import tokenize
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from pathlib import Path
 
 # Builtins that read files, run text as code, or reach the interpreter's state.
@@ -38,6 +48,11 @@ FORBIDDEN_ATTRIBUTES = {
     "fromfile", "tofile", "memmap", "DataSource", "fromregex", "importorskip",
 }
 DYNAMIC_ATTRIBUTE_CALLS = ("getattr", "setattr", "delattr", "hasattr")
+COMPILED_SUFFIXES = (".so", ".pyd", ".pyc", ".pyo", ".dylib", ".dll", ".o", ".a")
+SKIPPED_FOLDERS = {"__pycache__", ".pytest_cache", ".hypothesis"}
+# A function at least this long whose tokens match a course implementation's
+# this closely (names aside) is a copy, not an oracle of one's own.
+COPY_MIN_TOKENS, COPY_SIMILARITY = 40, 0.85
 
 
 @dataclass(frozen=True)
@@ -53,25 +68,41 @@ class Violation:
 
 
 def check_test_folder(folder: Path, root: Path, allowed_imports: tuple[str, ...],
-                      contract_names: dict[str, frozenset[str]]) -> list[Violation]:
-    """Every violation in the .py files of `folder`.
+                      contract_names: dict[str, frozenset[str]],
+                      implementations: dict[str, str] | None = None) -> list[Violation]:
+    """Every violation in `folder`.
 
     allowed_imports: module names the tests may import; a name also allows its
         submodules, except under `tinyllm`, where each module is listed.
     contract_names: for each tinyllm module in the allow-list, the public
         names of its contract; only those may be imported from it.
+    implementations: {name shown: source} of the course's own implementations
+        of the module under test (the reference, the alternates): a function
+        copied from one of them is refused.
     """
-    files = sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
+    def shown_path(path: Path) -> str:
+        return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+    violations = _folder_violations(folder, allowed_imports, shown_path)
+    files = sorted(p for p in folder.rglob("*.py")
+                   if not SKIPPED_FOLDERS.intersection(p.relative_to(folder).parts) and not p.is_symlink())
     local_modules = {p.stem for p in files}
-    violations: list[Violation] = []
+    copied_from = _function_fingerprints(implementations or {})
     tests = 0
     for path in files:
-        shown = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+        shown = shown_path(path)
         try:
-            tree = ast.parse(path.read_text(), filename=shown)
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as error:
+            violations.append(Violation(shown, 1, f"is not UTF-8 text ({error.reason} at byte {error.start}): "
+                                                   "save it as UTF-8"))
+            continue
+        try:
+            tree = ast.parse(text, filename=shown)
         except SyntaxError as error:
             violations.append(Violation(shown, error.lineno or 1, f"does not parse: {error.msg}"))
             continue
+        violations.extend(_copies(tree, text, shown, copied_from))
         checker = _Checker(shown, allowed_imports, contract_names, local_modules)
         checker.visit(tree)
         violations.extend(checker.violations)
@@ -81,6 +112,95 @@ def check_test_folder(folder: Path, root: Path, allowed_imports: tuple[str, ...]
         violations.append(Violation(
             shown, 0, "no tests found: write at least one `def test_...` function in a file named test_*.py"
         ))
+    return violations
+
+
+def _folder_violations(folder: Path, allowed_imports: tuple[str, ...], shown_path) -> list[Violation]:
+    """Links, compiled files, and files or folders named like a module they would hide."""
+    shadowable = set(sys.stdlib_module_names) | {name.split(".")[0] for name in allowed_imports}
+    violations = []
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder)
+        if SKIPPED_FOLDERS.intersection(relative.parts):
+            continue
+        if path.is_symlink():
+            violations.append(Violation(shown_path(path), 0, "is a symbolic link: a graded folder holds plain files only"))
+        elif path.suffix in COMPILED_SUFFIXES or (path.is_file() and path.read_bytes()[:4] == b"\x7fELF"):
+            violations.append(Violation(shown_path(path), 0, (
+                "is a compiled file: graded tests are Python source only (a compiled module beside a .py file "
+                "would be imported in its place)")))
+        elif (path.suffix == ".py" and path.stem in shadowable) or (path.is_dir() and path.name in shadowable):
+            violations.append(Violation(shown_path(path), 0, (
+                f"is named like the module {path.stem}, which it would hide from your tests; rename it "
+                "(helpers need names of their own)")))
+    return violations
+
+
+def _tokens(source: str) -> list[str]:
+    """The tokens of a piece of source, names and literals reduced to their
+    kind: two functions that differ only in naming give the same list."""
+    kept = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
+                              tokenize.DEDENT, tokenize.ENCODING, tokenize.ENDMARKER):
+                continue
+            if token.type == tokenize.NAME and not keyword.iskeyword(token.string):
+                kept.append("N")
+            elif token.type in (tokenize.NUMBER, tokenize.STRING):
+                kept.append(tokenize.tok_name[token.type])
+            else:
+                kept.append(token.string)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return []
+    return kept
+
+
+def _function_tokens(tree: ast.Module, text: str) -> list[tuple[str, int, list[str]]]:
+    """(name, line, tokens) of every function, docstrings left out."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body[1:] if (node.body and isinstance(node.body[0], ast.Expr)
+                                     and isinstance(node.body[0].value, ast.Constant)
+                                     and isinstance(node.body[0].value.value, str)) else node.body
+            if body:
+                source = "\n".join(ast.get_source_segment(text, statement, padded=True) or "" for statement in body)
+                found.append((node.name, node.lineno, _tokens(_dedent(source))))
+    return found
+
+
+def _dedent(source: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(source)
+
+
+def _function_fingerprints(implementations: dict[str, str]) -> list[tuple[str, str, list[str]]]:
+    prints = []
+    for shown, source in implementations.items():
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for name, _, tokens in _function_tokens(tree, source):
+            if len(tokens) >= COPY_MIN_TOKENS:
+                prints.append((shown, name, tokens))
+    return prints
+
+
+def _copies(tree: ast.Module, text: str, shown: str, fingerprints) -> list[Violation]:
+    violations = []
+    for name, line, tokens in _function_tokens(tree, text):
+        if len(tokens) < COPY_MIN_TOKENS:
+            continue
+        for origin, original, theirs in fingerprints:
+            matcher = SequenceMatcher(None, tokens, theirs, autojunk=False)
+            if matcher.real_quick_ratio() >= COPY_SIMILARITY and matcher.ratio() >= COPY_SIMILARITY:
+                violations.append(Violation(shown, line, (
+                    f"{name} is a copy of {original} in {origin}: your oracle must be your own (compute the "
+                    "expected values another way, as the chapter's graded-tests section shows)")))
+                break
     return violations
 
 
