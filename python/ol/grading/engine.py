@@ -93,7 +93,7 @@ class _Sandbox:
         boot = (f"import sys; sys.path.insert(0, {str(self._runtime())!r}); "
                 f"from ol.grading.zygote import {'main_once' if spawn_once else 'main'} as m; m({theirs.fileno()})")
         command = [sys.executable, "-c", boot]
-        env = dict(setup.header.get("env", {}))
+        env = dict(setup.header.get("env", {}), OL_ROLE=setup.role)   # names the sandbox in `ps`
         if mode == confine.CONFINED:
             command = confine.bwrap_command(OL_PACKAGE, hidden) + [a for k, v in env.items() for a in ("--setenv", k, v)] + command
             env = {}
@@ -306,7 +306,9 @@ class Engine:
                 if sandbox.control in ready:
                     message = sandbox.receive()
                     if self.link is not None and message.get("id") == self.link.run_id:
-                        raise EngineFault(self.link.ended(message))
+                        if self.link.problem is None:   # it ended while it still had runs to serve
+                            raise EngineFault(self.link.ended(message))
+                        continue
                     if message.get("event") == "done" and message.get("id") in active:
                         self._done(active[message["id"]], sandbox is tests, message, impl)
             if self.link is not None:
@@ -507,7 +509,7 @@ class _CollectorLink:
                 return
             if tests.control in ready:
                 message = tests.receive()
-                if message.get("id") == self.RUN_ID:
+                if message.get("id") == self.RUN_ID and self.problem is None and not self._pending_frame():
                     raise EngineFault(self.ended(message))
             if self.control in ready:
                 frame = self._frame()
@@ -518,8 +520,10 @@ class _CollectorLink:
                     self.collected = body.decode(errors="replace").split("\n") if body else []
                     return
                 kind_text, _, detail = body.decode(errors="replace").partition("\n")
-                self.problem = {"problem": kind_text, "detail": detail}
-                self.problem_exit = 4 if kind_text == "empty" else 5 if kind_text.startswith("your tests start") else 3
+                if kind_text == "empty":
+                    self.problem, self.problem_exit = {"problem": "empty"}, 4
+                else:   # a collection error, or threads left running by it
+                    self.problem, self.problem_exit = {"problem": "collect", "detail": detail or kind_text}, 3
                 return
 
     def _frame(self) -> tuple[bytes, bytes] | None:
@@ -527,7 +531,10 @@ class _CollectorLink:
         wrote into this connection while it was being collected comes first
         and is dropped ("D" frames for runs that do not exist yet), or, if it
         is not even a frame, ends the collection with a problem."""
-        chunk = self.control.recv(1 << 20)
+        try:
+            chunk = self.control.recv(1 << 20)
+        except OSError:
+            chunk = b""
         if not chunk:
             raise EngineFault("the process holding your collected tests closed its connection")
         self.buffer += chunk
@@ -563,7 +570,14 @@ class _CollectorLink:
         except OSError:
             pass
 
+    def _pending_frame(self) -> bool:
+        """Its last frame may still be in the socket when its process has ended."""
+        ready, _, _ = select.select([self.control], [], [], 0)
+        return bool(ready)
+
     def watched(self) -> list:
+        if self.problem is not None:   # the suite did not collect: nothing more comes from it
+            return []
         return [self.control] + [sock for sock, _ in self.reports.values()]
 
     def read(self, ready: list) -> list[dict]:
@@ -573,7 +587,10 @@ class _CollectorLink:
                 self._drain(sock, data)
         if self.control not in ready:
             return []
-        chunk = self.control.recv(65536)
+        try:
+            chunk = self.control.recv(65536)
+        except OSError:
+            chunk = b""
         if not chunk:
             raise EngineFault("the process holding your collected tests ended during grading")
         self.buffer += chunk

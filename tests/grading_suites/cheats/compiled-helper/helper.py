@@ -1,0 +1,2 @@
+def expected():
+    return 1

@@ -1,0 +1,1 @@
+__ALTERNATE_COPY__

@@ -1,0 +1,1 @@
+__REFERENCE_COPY__
