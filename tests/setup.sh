@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Install everything the kit's tests need, into the current Python:
+# bubblewrap (Debian's bubblewrap: ol check confines every graded run in it),
 # the package with its dev and oracle extras (pip builds the C kernel), and
 # physicsnemo for the L7.3x oracle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if ! command -v bwrap >/dev/null; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq bubblewrap
+fi
 
 python -m pip install -e '.[dev,oracle]'
 # physicsnemo (oracle/L7.3x/axial_physicsnemo.py) without its dependencies: it

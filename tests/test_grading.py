@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -313,3 +314,61 @@ def test_static_check_names_file_and_line(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "no tests found" in str(check_test_folder(empty, tmp_path, grading.allowed_imports, {})[0])
+
+
+# ---- failing loudly ------------------------------------------------------------------------
+
+
+def test_a_broken_fixture_is_the_courses_fault_with_the_command_that_rebuilds_it(tmp_path):
+    checkout = copy_checkout(tmp_path / "checkout")
+    fixture = checkout / "fixtures/L7.3/rope_hf.npz"
+    fixture.write_bytes(fixture.read_bytes()[:1000])
+    r = run_ol(checkout, "check", "L7.3", "--ref-deps", "--json", cwd=tmp_path)
+    assert r.returncode == 2, explain(r)
+    data = json.loads(r.stdout)
+    assert data["score"] is None and "not your code" in data["error"], data
+    assert "rope_hf.npz" in data["error"] and "python oracle/L7.3/rope_hf.py" in data["error"], data
+
+
+def test_a_rope_that_hangs_at_import_fails_the_course_tests_within_the_time_limit(finished_checkout):
+    checkout, elsewhere = finished_checkout
+    rope = checkout / "python/tinyllm/modern/rope.py"
+    good = rope.read_text()
+    rope.write_text(good + "\nwhile True:\n    pass\n")
+    try:
+        started = time.monotonic()
+        r = run_ol(checkout, "check", "L7.3", "--ref-deps", "--time-limit", "5", "--json", cwd=elsewhere)
+        assert time.monotonic() - started < 60, "the course-test stage must stop at its time limit"
+    finally:
+        rope.write_text(good)
+    assert r.returncode == 1, explain(r)
+    data = json.loads(r.stdout)
+    assert data["reason"].startswith("course tests fail on your code") and "longer than 5 s" in " ".join(data["problems"])
+
+
+def test_a_test_file_that_is_not_utf8_is_named_not_a_traceback(finished_checkout):
+    checkout, elsewhere = finished_checkout
+    student_tests(checkout, {"test_rope_oracle.py": "def test_x():\n    assert True\n"})
+    (checkout / "python/tests/l7-3-rope/test_latin1.py").write_bytes(b"# caf\xe9\ndef test_y():\n    pass\n")
+    r = run_ol(checkout, "check", "L7.3", "--ref-deps", "--json", cwd=elsewhere)
+    assert r.returncode == 1, explain(r)
+    assert any("test_latin1.py:1: is not UTF-8 text" in line for line in json.loads(r.stdout)["problems"]), r.stdout
+
+
+def test_a_broken_state_file_loses_no_result(finished_checkout):
+    checkout, elsewhere = finished_checkout
+    student_tests(checkout, {p.name: p.read_text() for p in MODEL_ANSWER.glob("*.py")})
+    state = checkout / ".ol" / "state.json"
+    state.parent.mkdir(exist_ok=True)
+    state.write_bytes(b"\xff\xfe not json")
+    r = run_ol(checkout, "check", "L7.3", "--ref-deps", cwd=elsewhere)
+    assert r.returncode == 0 and "PASSED" in r.stdout, explain(r)
+    assert "state.json.bak" in r.stderr, explain(r)
+    assert json.loads(state.read_text())["modules"]["L7.3"]["state"] == "checked"
+
+
+@pytest.mark.parametrize("limit", ["inf", "nan", "0", "-1", "1e9", "ten"])
+def test_a_bad_time_limit_is_a_usage_error(finished_checkout, limit):
+    checkout, elsewhere = finished_checkout
+    r = run_ol(checkout, "check", "L7.3", "--time-limit", limit, cwd=elsewhere)
+    assert r.returncode == 2 and "--time-limit" in r.stderr and "Traceback" not in r.stderr, explain(r)

@@ -66,23 +66,29 @@ class StateStore:
     def records(self) -> dict[str, dict]:
         """Every stored record by module id ({} if there is no usable file)."""
         try:
-            text = self.path.read_text(encoding="utf-8")
+            raw = self.path.read_bytes()
         except FileNotFoundError:
             return {}
+        except OSError as error:   # a folder in its place, no permission: nothing to keep a copy of
+            self._warn_once(f"{self.path} cannot be read ({error}); progress starts empty "
+                            "(your code and tests are untouched)")
+            return {}
         try:
-            data = json.loads(text)
+            data = json.loads(raw.decode("utf-8"))
             modules = data["modules"]
             if not isinstance(modules, dict) or not all(isinstance(r, dict) for r in modules.values()):
                 raise ValueError("'modules' is not a table of records")
             return modules
-        except (ValueError, KeyError, TypeError) as error:
+        except (ValueError, KeyError, TypeError) as error:   # UnicodeDecodeError is a ValueError
             backup = self._keep_corrupt_copy()
-            if self._warned:
-                return {}
-            self._warned = True
-            self.warn(f"{self.path} is not a valid state file ({error}); it was copied to {backup} "
-                      "and progress starts empty (your code and tests are untouched)")
+            self._warn_once(f"{self.path} is not a valid state file ({error}); it was copied to {backup} "
+                            "and progress starts empty (your code and tests are untouched)")
             return {}
+
+    def _warn_once(self, message: str) -> None:
+        if not self._warned:
+            self._warned = True
+            self.warn(message)
 
     def status(self, module: Module) -> Status:
         """The module's state: from the files on disk, then the stored record."""
@@ -131,6 +137,15 @@ class StateStore:
         return state
 
     def _write(self, data: dict) -> None:
+        """Write atomically; a failure is a warning (the result was already
+        shown), never a lost result or a traceback."""
+        try:
+            self._write_atomically(data)
+        except OSError as error:
+            self.warn(f"your progress could not be saved in {self.path} ({error}); "
+                      "the result above stands, run the command again once the folder is writable")
+
+    def _write_atomically(self, data: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".json", dir=self.path.parent)
         try:

@@ -28,8 +28,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tests", type=Path, metavar="DIR", default=None,
                         help="grade the tests in DIR instead of your own test folder")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object on stdout")
-    parser.add_argument("--jobs", type=_positive_int, default=os.cpu_count() or 1, metavar="N",
-                        help="runs N at a time (default: the number of cores)")
+    parser.add_argument("--jobs", type=_positive_int, default=(os.cpu_count() or 1) + 1, metavar="N",
+                        help="runs N at a time (default: one more than the cores: a run's tests wait on "
+                             "the code under test in another process part of the time)")
     parser.add_argument("--time-limit", type=_time_limit, default=60.0, metavar="SECONDS",
                         help="longest the course tests, or your suite on a correct implementation, may take "
                              f"(default 60, at most {MAX_TIME_LIMIT:.0f})")
@@ -68,9 +69,9 @@ def run(args: argparse.Namespace, ctx) -> int:
         else:
             print(f"ol check: {error}", file=ctx.err)
         return ERROR if error.exit_code == 2 else NOT_PASSED
-    if result.passed:
-        ctx.store.record(module, CHECKED, ref_deps=args.ref_deps)
     print(to_json(result) if args.json else to_text(result), file=ctx.out, end="" if not args.json else "\n")
+    if result.passed and args.tests is None:   # shown first: a state file that cannot be written loses nothing
+        ctx.store.record(module, CHECKED, ref_deps=args.ref_deps)
     return OK if result.passed else NOT_PASSED
 
 

@@ -59,6 +59,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     # ---- bound before the suite's code runs; nothing else is used afterwards -------------
     fork, waitpid, kill, exit_, getuid, getgid, getpid = os.fork, os.waitpid, os.kill, os._exit, os.getuid, os.getgid, os.getpid
     open_, read, write, close, dup, dup2, closerange = os.open, os.read, os.write, os.close, os.dup, os.dup2, os.closerange
+    make_pipe = os.pipe
     pidfd_open, wait_readable, setrlimit = os.pidfd_open, select.select, resource.setrlimit
     recvmsg, sendall = _socket.socket.recvmsg, _socket.socket.sendall
     set_signal, settrace, setprofile, listdir = _signal.signal, sys.settrace, sys.setprofile, os.listdir
@@ -113,17 +114,33 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     joined = "\n".join(test_ids).encode()
     sendall(control, b"C" + to_bytes(len(joined), 4, byte_order) + joined)
 
-    runs = {}                                     # pidfd -> (run id, pid)
+    runs = {}        # pidfd of a run's guard -> (run id, pid, status pipe or -1 once the status is in)
+    statuses = {}    # status pipe -> pidfd: the guard writes the run's exit status there as soon as it has it
     buffer = b""
     while True:
-        ready = wait_readable([control_fd, *runs], [], [])[0]
+        ready = wait_readable([control_fd, *runs, *statuses], [], [])[0]
         for fd in ready:
-            if fd != control_fd:
-                run_id, pid = runs.pop(fd)
-                status = waitpid(pid, 0)[1]
-                code = (128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF
+            if fd in statuses:                    # the run ended: say so now; its namespaces go away after
+                guard = statuses.pop(fd)
+                data = read(fd, 4)
                 close(fd)
-                sendall(control, b"D" + to_bytes(run_id, 4, byte_order) + to_bytes(code, 4, byte_order, signed=True))
+                run_id, pid, _ = runs[guard]
+                runs[guard] = (run_id, pid, -1)
+                if len(data) == 4:
+                    sendall(control, b"D" + to_bytes(run_id, 4, byte_order) + data)
+                    continue
+                runs[guard] = (run_id, pid, -2)   # no status: the guard's own exit will say
+                continue
+            if fd in runs:
+                run_id, pid, pipe = runs.pop(fd)
+                status = waitpid(pid, 0)[1]
+                close(fd)
+                if pipe >= 0:                     # the guard ended before it could tell
+                    statuses.pop(pipe, None)
+                    close(pipe)
+                if pipe != -1:
+                    code = (128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF
+                    sendall(control, b"D" + to_bytes(run_id, 4, byte_order) + to_bytes(code, 4, byte_order, signed=True))
                 continue
             data, ancdata, _, _ = recvmsg(control, 65536, ancillary)
             if not data and not ancdata:
@@ -137,7 +154,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                 if kind == b"K" and len(buffer) >= 5:
                     victim = from_bytes(buffer[1:5], byte_order)
                     buffer = buffer[5:]
-                    for run_id, pid in runs.values():
+                    for run_id, pid, _ in runs.values():
                         if run_id == victim:
                             try:
                                 kill(pid, 9)
@@ -154,6 +171,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                 buffer = buffer[8 + 2 * count:]
                 channel, report = fds[0], fds[1]
                 fds = fds[2:]
+                status_read, status_write = make_pipe()
                 pid = fork()
                 if pid == 0:
                     # ---- one run: fresh namespaces of its own, then the suite --------------
@@ -176,7 +194,9 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                         first = fork()                    # pid 1 of the run's own pid namespace
                         if first != 0:
                             status = waitpid(first, 0)[1]
-                            exit_((128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF)
+                            code = (128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF
+                            write(status_write, to_bytes(code, 4, byte_order, signed=True))
+                            exit_(code)
                         prctl(1, 9, 0, 0, 0)              # PR_SET_PDEATHSIG: SIGKILL when its guard goes
                         if capset(cap_header, no_caps) != 0:
                             exit_(70)
@@ -206,7 +226,10 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                         exit_(code)
                 close(channel)
                 close(report)
-                runs[pidfd_open(pid)] = (run_id, pid)
+                close(status_write)
+                guard = pidfd_open(pid)
+                runs[guard] = (run_id, pid, status_read)
+                statuses[status_read] = guard
 
 
 def _refuse_more_hooks(event: str, args: tuple) -> None:

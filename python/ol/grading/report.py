@@ -16,13 +16,14 @@ from dataclasses import asdict
 from ol.grading.check import CheckResult
 
 JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
-               "reason", "problems", "output", "excluded", "seconds")
+               "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by")
 
 
 def to_json(result: CheckResult) -> str:
-    """The result as one JSON object (the fields of JSON_FIELDS)."""
+    """The result as one JSON object (the fields of JSON_FIELDS, and "error":
+    null; a check that could not run prints {"error": reason, "score": null})."""
     data = asdict(result)
-    return json.dumps({key: data[key] for key in JSON_FIELDS}, indent=2)
+    return json.dumps({**{key: data[key] for key in JSON_FIELDS}, "error": None}, indent=2)
 
 
 def to_text(result: CheckResult) -> str:

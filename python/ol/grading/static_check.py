@@ -158,6 +158,7 @@ def _tokens(source: str) -> list[str]:
 
 def _function_tokens(tree: ast.Module, text: str) -> list[tuple[str, int, list[str]]]:
     """(name, line, tokens) of every function, docstrings left out."""
+    lines = text.splitlines(keepends=True)
     found = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -165,7 +166,7 @@ def _function_tokens(tree: ast.Module, text: str) -> list[tuple[str, int, list[s
                                      and isinstance(node.body[0].value, ast.Constant)
                                      and isinstance(node.body[0].value.value, str)) else node.body
             if body:
-                source = "\n".join(ast.get_source_segment(text, statement, padded=True) or "" for statement in body)
+                source = "".join(lines[body[0].lineno - 1:body[-1].end_lineno])
                 found.append((node.name, node.lineno, _tokens(_dedent(source))))
     return found
 
@@ -196,7 +197,8 @@ def _copies(tree: ast.Module, text: str, shown: str, fingerprints) -> list[Viola
             continue
         for origin, original, theirs in fingerprints:
             matcher = SequenceMatcher(None, tokens, theirs, autojunk=False)
-            if matcher.real_quick_ratio() >= COPY_SIMILARITY and matcher.ratio() >= COPY_SIMILARITY:
+            if (matcher.real_quick_ratio() >= COPY_SIMILARITY and matcher.quick_ratio() >= COPY_SIMILARITY
+                    and matcher.ratio() >= COPY_SIMILARITY):
                 violations.append(Violation(shown, line, (
                     f"{name} is a copy of {original} in {origin}: your oracle must be your own (compute the "
                     "expected values another way, as the chapter's graded-tests section shows)")))

@@ -501,7 +501,7 @@ def _run_items(items: list, run_all: bool, report: _Report) -> int:
 
     failed = []
     for index, item in enumerate(items):
-        report.send(running=item.nodeid)
+        report.send(running=item.nodeid, at=time.monotonic())
         following = items[index + 1] if index + 1 < len(items) else None
         try:
             item_failed = any(r.failed for r in runtestprotocol(item, nextitem=following, log=False))
@@ -512,6 +512,7 @@ def _run_items(items: list, run_all: bool, report: _Report) -> int:
             report.send(failed=item.nodeid)
             if not run_all or following is None:
                 break
+    report.send(ended=time.monotonic())
     return EXIT_FAILED if failed else EXIT_PASSED
 
 
