@@ -231,12 +231,12 @@ def _tables_for(x: Tensor, cos, sin, r: int) -> tuple[np.ndarray, np.ndarray]:
         broadcast = np.broadcast_shapes(cos.shape, target)
     except ValueError:
         raise ValueError(
-            f"apply_rope: tables of shape {cos.shape} do not broadcast to x[..., :r/2] of shape {target}; "
+            f"apply_rope: cos and sin of shape {cos.shape} do not broadcast to x[..., :r/2] of shape {target}; "
             "for x [B, H, S, D] use tables [S, r/2], or per-row tables [B, S, r/2] as cos[:, None]"
         ) from None
     if broadcast != target:
         raise ValueError(
-            f"apply_rope: tables of shape {cos.shape} would broadcast x[..., :r/2] of shape {target} up to "
+            f"apply_rope: cos and sin of shape {cos.shape} would broadcast x[..., :r/2] of shape {target} up to "
             f"{broadcast}; give tables with at most x's leading axes (size 1 or equal to x's)"
         )
     largest = np.finfo(x.dtype).max  # the tables are cast to x's dtype
