@@ -10,6 +10,8 @@
   broadcasts of the tables, positions up to 65535.
 - The L9.6 course tests, which compare the C with the reference apply_rope,
   pass on the reference tree.
+- (The binding's own argument checks, which run before any C, are in
+  tests/test_bad_input.py, beside the reference's.)
 - Without a working C compiler the install stops with a message saying what
   to install.
 
@@ -257,84 +259,3 @@ def test_l9_6_course_tests_pass_on_the_reference():
         f"course/tests/L9.6 failed on the reference:\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}"
     )
     assert " passed" in run.stdout and "skipped" not in run.stdout, run.stdout[-2000:]
-
-
-# ---- bad arguments fail in Python, naming the argument, before any C runs ----
-# (The binding's own checks: kit tests, not course tests, since a student's C
-# never reaches them.)
-
-
-def _tables(rows, pairs):
-    angles = np.arange(rows, dtype=np.float32)[:, None] * inv_freq_for(2 * pairs)
-    return np.cos(angles), np.sin(angles)
-
-
-def _valid():
-    x = np.ones((2, 3, 4, 8), np.float32)
-    cos, sin = _tables(4, 4)
-    return dict(x=x, cos=cos, sin=sin)
-
-
-def _call(native, **changes):
-    args = _valid()
-    keywords = {k: changes.pop(k) for k in list(changes) if k in ("layout", "rotary_dim", "inverse", "out")}
-    args.update(changes)
-    return native.tl_rope_f32(args["x"], args["cos"], args["sin"], **keywords)
-
-
-BAD = [
-    # (what, changes, error, words the message must contain)
-    ("x float64", dict(x=np.ones((2, 3, 4, 8))), TypeError, ["x", "float32"]),
-    ("x a memoryview", dict(x=memoryview(np.ones((2, 3, 4, 8), np.float32))), TypeError, ["x", "ndarray"]),
-    ("x a list", dict(x=[1.0, 2.0]), TypeError, ["x"]),
-    ("x strided", dict(x=np.ones((2, 3, 4, 16), np.float32)[..., ::2]), ValueError, ["x", "contiguous"]),
-    ("x 0-d", dict(x=np.ones((), np.float32)), ValueError, ["x"]),
-    ("cos float64", dict(cos=np.ones((4, 4))), TypeError, ["cos", "float32"]),
-    ("sin int", dict(sin=np.ones((4, 4), np.int32)), TypeError, ["sin", "float32"]),
-    ("sin strided", dict(sin=np.ones((4, 8), np.float32)[:, ::2]), ValueError, ["sin", "contiguous"]),
-    ("sin shape", dict(sin=np.ones((3, 4), np.float32)), ValueError, ["sin", "same shape"]),
-    ("tables last axis", dict(cos=np.ones((4, 8), np.float32), sin=np.ones((4, 8), np.float32)), ValueError,
-     ["cos", "r/2"]),
-    ("tables length", dict(cos=np.ones((5, 4), np.float32), sin=np.ones((5, 4), np.float32)), ValueError,
-     ["cos", "broadcast"]),
-    ("tables grow x", dict(cos=np.ones((1, 1, 1, 4, 4), np.float32), sin=np.ones((1, 1, 1, 4, 4), np.float32)),
-     ValueError, ["cos", "broadcast"]),
-    ("layout", dict(layout="neox"), ValueError, ["layout", "half", "interleaved"]),
-    ("rotary_dim odd", dict(rotary_dim=5), ValueError, ["rotary_dim", "even"]),
-    ("rotary_dim too big", dict(rotary_dim=10), ValueError, ["rotary_dim", "head_dim"]),
-    ("rotary_dim zero", dict(rotary_dim=0), ValueError, ["rotary_dim"]),
-    ("rotary_dim float", dict(rotary_dim=8.0), TypeError, ["rotary_dim"]),
-    ("inverse not a bool", dict(inverse="yes"), TypeError, ["inverse"]),
-    ("out float64", dict(out=np.ones((2, 3, 4, 8))), TypeError, ["out", "float32"]),
-    ("out shape", dict(out=np.ones((2, 3, 4, 9), np.float32)), ValueError, ["out", "shape"]),
-    ("out strided", dict(out=np.ones((2, 3, 4, 16), np.float32)[..., ::2]), ValueError, ["out", "contiguous"]),
-]  # fmt: skip
-
-
-@pytest.mark.parametrize("what, changes, error, words", BAD, ids=[b[0] for b in BAD])
-def test_bad_arguments_raise_naming_the_argument(native, what, changes, error, words):
-    with pytest.raises(error) as raised:
-        _call(native, **changes)
-    message = str(raised.value)
-    missing = [w for w in words if w not in message]
-    assert not missing, f"{what}: the message {message!r} should mention {missing}"
-
-
-def test_out_overlapping_x_or_read_only_is_refused(native):
-    tl_rope_f32 = native.tl_rope_f32
-    cos, sin = _tables(4, 4)
-    buffer = np.ones(80, np.float32)
-    with pytest.raises(ValueError, match="out"):
-        tl_rope_f32(buffer[:64].reshape(4, 16), cos, sin, rotary_dim=8, out=buffer[16:].reshape(4, 16))
-    read_only = np.ones((4, 8), np.float32)
-    read_only.flags.writeable = False
-    with pytest.raises(ValueError, match="out"):
-        tl_rope_f32(read_only, cos, sin, out=read_only)
-
-
-def test_a_bad_argument_leaves_out_untouched(native):
-    args = _valid()
-    out = np.full_like(args["x"], 7.0)
-    with pytest.raises(ValueError):
-        native.tl_rope_f32(args["x"], args["cos"], args["sin"][:3], out=out)
-    assert np.all(out == 7.0), "the checks must run before the C writes anything"

@@ -45,6 +45,8 @@ FLOAT16_EXACT = [
      '    cos, sin = rope_cos_sin([2, 40, 60], LADDER[:2])\n'),
     ('    positions = np.array([0, 12, 65535])\n',
      '    positions = np.array([0, 12, 63])\n'),
+    ('    positions = np.array([0, 1, LAST_POSITION])\n    for freqs, scaling in [(LADDER, 1.0), ([FREQ_LIMIT, -FREQ_LIMIT, 1.0], 1.0),\n',
+     '    positions = np.array([0, 1, 63])\n    for freqs, scaling in [(LADDER, 1.0), ([1024.0, -1024.0, 1.0], 1.0),\n'),
 ]
 
 

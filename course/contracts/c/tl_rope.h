@@ -46,9 +46,22 @@
 // Every t(i) must be a row of the tables (0 <= t(i) < T); the caller
 // guarantees it, since T is not passed.
 //
-// In place: out == x is allowed. Otherwise out and x must not overlap.
-// cos and sin are only read. The function keeps no state between calls and
-// rows are independent: a row's result does not depend on the other rows.
+// Memory. out == x is allowed (in place): read both members of a pair before
+// writing either. Otherwise out must not overlap x. out must never overlap
+// cos or sin: a table row is read again for every row of x that shares it,
+// so writing out first would change the angles of later rows. x, cos and sin
+// are only read, and may overlap one another. The function keeps no state
+// between calls and rows are independent: a row's result does not depend on
+// the other rows.
+//
+// Values. cos and sin are finite (no nan, no inf), as rope_cos_sin makes
+// them and apply_rope requires. x may hold anything: nan, inf, -0.0 and
+// subnormals go through the formula as float32 arithmetic takes them, and
+// the tail x[r..] is copied bit for bit.
+//
+// The caller guarantees the memory and value rules above (the Python binding
+// tinyllm.native checks them before it calls), as it guarantees t(i) < T:
+// the function cannot see them and does not check them.
 //
 // Returns TL_ROPE_OK, or one of the error codes below, having written nothing.
 
@@ -68,7 +81,7 @@
 #define TL_ROPE_ERR_LAYOUT 3  // layout is neither TL_ROPE_HALF nor TL_ROPE_INTERLEAVED
 #define TL_ROPE_ERR_ROWS 4    // ndim < 0, or a row_shape or table_stride entry < 0
 
-int tl_rope_f32(float *out,                // (n, head_dim), may be x itself
+int tl_rope_f32(float *out,                // (n, head_dim), may be x itself, never overlaps cos or sin
                 const float *x,            // (n, head_dim)
                 const float *cos,          // (T, rotary_dim / 2)
                 const float *sin,          // (T, rotary_dim / 2)

@@ -267,6 +267,19 @@ def test_rope_spec_fields():
         RopeSpec(inv_freq, 1.0, "half", 8)  # 3 frequencies rotate 6 entries, not 8
     with pytest.raises(ValueError):
         RopeSpec(inv_freq, 1.0, "adjacent", None)
+    with pytest.raises(TypeError):
+        RopeSpec(inv_freq, 1.0, "half", 6.0)  # the right number, not an int: refused at construction
+    # The spec keeps its own read-only float32 copy: changing the caller's array changes nothing.
+    mine = inv_freq.astype(np.float64)
+    spec = RopeSpec(mine)
+    before = spec.cos_sin(positions)
+    mine[:] = 0.0
+    assert spec.inv_freq.dtype == np.float32 and np.array_equal(spec.inv_freq, inv_freq), (
+        "RopeSpec must keep a float32 copy of inv_freq, not the caller's array"
+    )
+    assert all(np.array_equal(a, b) for a, b in zip(spec.cos_sin(positions), before))
+    with pytest.raises(ValueError):
+        spec.inv_freq[0] = 1.0  # numpy refuses to write a read-only array
 
 
 def _x(*shape):
@@ -304,6 +317,20 @@ def _tables(rows=3):
         pytest.param(lambda: rope_cos_sin([0, 1], [[1.0, 0.1]]), ValueError, id="inv_freq-2d"),
         pytest.param(lambda: rope_cos_sin([0, 1], []), ValueError, id="inv_freq-empty"),
         pytest.param(lambda: rope_cos_sin([0, 1], [1.0], attention_scaling=0.0), ValueError, id="zero-scaling"),
+        # float32's limits (chapter section 6): numbers it cannot carry are refused, not turned into inf or nan
+        pytest.param(lambda: rope_cos_sin([0, 2**24], [1.0]), ValueError, id="position-2**24"),
+        pytest.param(lambda: rope_cos_sin([1e39], [1.0]), ValueError, id="position-1e39"),
+        pytest.param(lambda: rope_cos_sin(2**70, [1.0]), ValueError, id="position-beyond-int64"),
+        pytest.param(lambda: rope_cos_sin([0, 1], [1.0, 2.0**105]), ValueError, id="inv_freq-above-2**104"),
+        pytest.param(lambda: rope_cos_sin([0, 1], [1e39]), ValueError, id="inv_freq-1e39"),
+        pytest.param(lambda: rope_cos_sin([0, 1], [1.0], attention_scaling=1e39), ValueError, id="scaling-1e39"),
+        pytest.param(lambda: rope_cos_sin([0, 1], [1.0], attention_scaling=2.0**-127), ValueError,
+                     id="scaling-below-2**-126"),
+        pytest.param(lambda: apply_rope(_x(3, 4), np.full((3, 2), 1e39), _tables()[1]), ValueError,
+                     id="float64-cos-beyond-float32-x"),
+        pytest.param(lambda: rope_cos_sin([0, 1], [1.0], attention_scaling=True), TypeError, id="bool-scaling"),
+        pytest.param(lambda: apply_rope(_x(3, 4), *_tables(), rotary_dim=True), TypeError, id="bool-rotary_dim"),
+        pytest.param(lambda: apply_rope(_x(3, 4), *_tables(), layout=["half"]), ValueError, id="layout-a-list"),
     ],
 )
 def test_validation(call, error):
@@ -312,3 +339,13 @@ def test_validation(call, error):
     # Accepted on the way: integral float positions, and every valid shape above.
     cos, sin = rope_cos_sin(np.array([0.0, 2.0]), [1.0])
     assert cos.shape == (2, 1) and np.isclose(cos[1, 0], np.cos(2.0), atol=1e-6)
+    # ... and the limits themselves, with the tables the float32 formula gives (finite, HF's numbers)
+    last = 2**24 - 1
+    for inv_freq, scaling in [([2.0**104, 1.0], 1.0), ([1.0], 2.0**-126), ([1.0], float(np.finfo(np.float32).max))]:
+        cos, sin = rope_cos_sin([0, last], inv_freq, scaling)
+        angles = float32_angles([0, last], inv_freq).astype(np.float64)
+        where = f"rope_cos_sin([0, 2**24 - 1], {inv_freq}, {scaling}), divided by attention_scaling"
+        hint = "the limits are valid input: one float32 product per angle, then cos and sin, times the scaling"
+        # 2.5e-7 of numpy's float32 cos/sin, and up to 1.2e-7 more where the scaled table is subnormal
+        assert_close(cos / np.float64(scaling), np.cos(angles), 4e-7, where, hint)
+        assert_close(sin / np.float64(scaling), np.sin(angles), 4e-7, where, hint)

@@ -180,6 +180,24 @@ def test_in_place_equals_out_of_place(layout, inverse):
                          "each pair must be read before it is written; the tail must survive in place")  # fmt: skip
 
 
+def test_x_cos_and_sin_are_only_read():
+    # tl_rope.h: x, cos and sin are only read, so they may share memory, even overlap one another.
+    # Here the tables are two overlapping windows of x's own memory; out is apart.
+    rng = np.random.default_rng(6)
+    x = rng.uniform(-1, 1, (3, 5, 16)).astype(np.float32)
+    memory = x.reshape(-1)
+    cos, sin = memory[7:37].reshape(5, 6), memory[20:50].reshape(5, 6)  # [S, r/2] with r = 12
+    kept, own_cos, own_sin = x.copy(), cos.copy(), sin.copy()  # the same numbers in memory of their own
+    for layout in LAYOUTS:
+        for inverse in (False, True):
+            got = tl_rope_f32(x, cos, sin, layout=layout, rotary_dim=12, inverse=inverse)
+            assert_same_bits(x, kept, f"x after tl_rope_f32(layout={layout!r}, inverse={inverse})",
+                             "the kernel writes out only: never x, not even as scratch space")  # fmt: skip
+            want = reference(kept, own_cos, -own_sin if inverse else own_sin, layout, 12)
+            assert_same_bits(got, want, f"tables in x's memory, layout={layout!r}, inverse={inverse}",
+                             "read x, cos and sin as they are; write only out")  # fmt: skip
+
+
 def test_a_row_of_a_batch_equals_that_row_alone():
     rng = np.random.default_rng(5)
     B, H, S, D = 3, 4, 9, 32

@@ -375,3 +375,114 @@ def test_bad_attention_scaling_raises_value_error(scaling):
 def test_non_numeric_attention_scaling_raises_type_error(scaling):
     with pytest.raises(TypeError):
         rope_cos_sin(np.arange(3), ladder(8), scaling)
+
+
+# --------------------------------------------------------------------------
+# float32's limits (section 6, "What float32 can carry") and the rows of
+# section 11's table that come from them
+
+LAST_POSITION = 2**24 - 1
+F32_MAX = float(np.finfo(np.float32).max)  # 2**128 - 2**104
+
+
+@pytest.mark.parametrize("positions", [2**24, np.array([0, 2**24 + 1]), 1e39, np.array([2**64 - 1], np.uint64),
+                                       2**70, np.array([3.0, 2.0**24])])
+def test_positions_from_2_24_raise_value_error(positions):
+    with pytest.raises(ValueError):
+        rope_cos_sin(positions, ladder(8))
+
+
+@pytest.mark.parametrize("inv_freq", [np.array([1.0, 1e39]), np.array([-(2.0**105), 0.1]), np.array([2.0**104 * 1.5])])
+def test_frequencies_larger_than_2_104_raise_value_error(inv_freq):
+    with pytest.raises(ValueError):
+        rope_cos_sin(np.arange(3), inv_freq)
+
+
+@pytest.mark.parametrize("scaling", [2.0**-127, 1e-45, 1e39, 2.0**128])
+def test_scaling_outside_float32_normal_range_raises_value_error(scaling):
+    with pytest.raises(ValueError):
+        rope_cos_sin(np.arange(3), ladder(8), scaling)
+
+
+def test_bool_scaling_and_rotary_dim_raise_type_error():
+    with pytest.raises(TypeError):
+        rope_cos_sin(np.arange(3), ladder(8), True)
+    cos, sin = rope_cos_sin(np.arange(4), ladder(2))  # one pair: tables fit rotary_dim=2, were True read as 1
+    with pytest.raises(TypeError):
+        apply_rope(GOOD_X, cos, sin, "half", True)
+
+
+@pytest.mark.parametrize("big", [1e39, -1e39])
+@pytest.mark.parametrize("which", ["cos", "sin"])
+def test_tables_beyond_x_dtype_raise_value_error(big, which):
+    cos, sin = GOOD_COS.astype(np.float64), GOOD_SIN.astype(np.float64)
+    (cos if which == "cos" else sin)[1, 1] = big
+    with pytest.raises(ValueError):
+        apply_rope(GOOD_X, cos, sin, "half")  # GOOD_X is float32
+    y = apply_rope(Tensor(GOOD_X.data.astype(np.float64)), cos, sin, "half")  # fine in float64
+    assert np.all(np.isfinite(y.data))
+
+
+@pytest.mark.parametrize("layout", [None, ["half"], ("half",), 0])
+def test_non_string_layout_raises_value_error(layout):
+    with pytest.raises(ValueError):
+        apply_rope(GOOD_X, GOOD_COS, GOOD_SIN, layout)
+    with pytest.raises(ValueError):
+        RopeSpec(ladder(8), layout=layout)
+
+
+@pytest.mark.parametrize("rotary_dim", [8.0, "8", True, np.float64(8.0)])
+def test_rope_spec_rotary_dim_not_int_raises_type_error(rotary_dim):
+    with pytest.raises(TypeError):
+        RopeSpec(ladder(8), rotary_dim=rotary_dim)
+
+
+def test_rope_spec_bad_fields_fail_at_construction():
+    with pytest.raises(ValueError):
+        RopeSpec(np.array([1.0, 1e39]))
+    with pytest.raises(ValueError):
+        RopeSpec(ladder(8), attention_scaling=1e39)
+    with pytest.raises(TypeError):
+        RopeSpec(ladder(8), attention_scaling=True)
+
+
+def test_rope_spec_keeps_its_own_read_only_copy():
+    mine = ladder(8).astype(np.float64)
+    spec = RopeSpec(mine, rotary_dim=np.int64(8))
+    assert spec.rotary_dim == 8 and type(spec.rotary_dim) is int
+    positions = np.array([1, 9, 300])
+    cos, sin = spec.cos_sin(positions)
+    mine *= 3.0
+    assert spec.inv_freq.dtype == np.float32
+    np.testing.assert_array_equal(spec.inv_freq, ladder(8))
+    np.testing.assert_array_equal(spec.cos_sin(positions)[0], cos)
+    np.testing.assert_array_equal(spec.cos_sin(positions)[1], sin)
+    with pytest.raises(ValueError):
+        spec.inv_freq[0] = 0.0
+
+
+LIMITS = [
+    # (positions,                      inv_freq,                        scaling)
+    (np.array([0, 1, LAST_POSITION]), ladder(8), 1.0),
+    (np.array([1, LAST_POSITION]), np.array([2.0**104, -(2.0**104), 1.0], np.float32), 1.0),
+    (np.array([3, LAST_POSITION]), ladder(4), 2.0**-126),
+    (np.array([3, LAST_POSITION]), ladder(4), F32_MAX),
+]
+
+
+@pytest.mark.parametrize("positions,inv_freq,scaling", LIMITS)
+def test_the_limits_are_accepted_with_finite_tables(positions, inv_freq, scaling):
+    cos, sin = rope_cos_sin(positions, inv_freq, scaling)
+    assert np.all(np.isfinite(cos)) and np.all(np.isfinite(sin))
+    angle = hf_angles(positions, inv_freq)
+    # compare cos / s with cos(angle): a subnormal table entry adds up to 2**-149 / s = 1.2e-7 of rounding
+    np.testing.assert_allclose(cos / np.float64(scaling), np.cos(angle), rtol=0, atol=4e-7)
+    np.testing.assert_allclose(sin / np.float64(scaling), np.sin(angle), rtol=0, atol=4e-7)
+    spec = RopeSpec(inv_freq, attention_scaling=scaling)
+    np.testing.assert_array_equal(spec.cos_sin(positions)[0], cos)
+
+
+def test_tables_at_the_largest_float32_are_accepted():
+    big = np.float32(F32_MAX)
+    y = apply_rope(Tensor(np.array([[1.0, 0.0]], np.float32)), np.array([[big]]), np.array([[big]]), "half")
+    np.testing.assert_array_equal(y.data, [[big, big]])

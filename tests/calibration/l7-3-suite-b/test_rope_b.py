@@ -165,6 +165,21 @@ def test_rope_spec_drives_apply_rope(case, s, explicit_r):
 
 
 @props
+@given(st.lists(st.floats(1e-4, 2.0), min_size=1, max_size=8), st.floats(0.5, 4.0))
+def test_rope_spec_keeps_its_own_read_only_copy(freqs, factor):
+    mine = np.array(freqs, np.float32)
+    spec = RopeSpec(mine)
+    positions = np.arange(5) * 37
+    cos, sin = spec.cos_sin(positions)
+    mine *= factor
+    mine += 1.0  # surely changed now
+    np.testing.assert_array_equal(spec.cos_sin(positions)[0], cos)
+    np.testing.assert_array_equal(spec.cos_sin(positions)[1], sin)
+    with pytest.raises(ValueError):
+        spec.inv_freq[0] = 1.0
+
+
+@props
 @given(st.integers(1, 8), st.integers(1, 10))
 def test_rope_spec_rotary_dim_must_match_inv_freq(pairs, half_r):
     r = 2 * half_r  # even and positive: the mismatch is the only fault
@@ -234,3 +249,51 @@ def test_non_numeric_positions_type_error(p):
 def test_inv_freq_must_be_1d():
     with pytest.raises(ValueError):
         rope_cos_sin(np.arange(3), np.ones((2, 2), np.float32))
+
+
+# ---- float32's limits (section 6) -------------------------------------------
+
+LAST = 2**24 - 1
+F32_MAX = float(np.finfo(np.float32).max)
+
+
+@props
+@given(st.one_of(st.integers(2**24, 2**62), st.floats(2.0**24, 1e300), st.integers(2**64, 2**200)))
+def test_positions_from_2_24_raise(p):
+    with pytest.raises(ValueError):
+        rope_cos_sin(np.array([0, p]) if p < 2**63 else p, np.ones(2, np.float32))
+
+
+@props
+@given(st.floats(2.0**104, 1e300, exclude_min=True), st.booleans())
+def test_frequencies_beyond_2_104_raise(f, negative):
+    with pytest.raises(ValueError):
+        rope_cos_sin(np.arange(3), np.array([0.5, -f if negative else f]))
+
+
+@props
+@given(st.one_of(st.floats(0.0, 2.0**-126, exclude_max=True), st.floats(F32_MAX, 1e300, exclude_min=True)))
+def test_scaling_outside_float32_normal_range_raises(s):
+    with pytest.raises(ValueError):
+        rope_cos_sin(np.arange(3), np.ones(2, np.float32), s)
+
+
+def test_true_is_not_a_scaling_nor_a_rotary_dim():
+    with pytest.raises(TypeError):
+        rope_cos_sin(np.arange(3), np.ones(2, np.float32), True)
+    x, _, _ = good_inputs(head_dim=2)
+    cos, sin = rope_cos_sin(np.arange(3), np.ones(1, np.float32))
+    with pytest.raises(TypeError):
+        apply_rope(x, cos, sin, "half", True)
+
+
+@props
+@given(st.sampled_from([2.0**104, -(2.0**104), 1.0, 0.3]), st.sampled_from([2.0**-126, 1.0, F32_MAX]),
+       st.integers(0, LAST), LAYOUTS)
+def test_the_limits_give_finite_tables(f, s, p, layout):
+    inv_freq = np.array([f, 0.25], np.float32)
+    positions = np.array([p, LAST])
+    cos, sin = rope_cos_sin(positions, inv_freq, s)
+    assert np.all(np.isfinite(cos)) and np.all(np.isfinite(sin))
+    np.testing.assert_allclose(cos / np.float64(s), np.cos(angles(positions, inv_freq)), atol=5e-7, rtol=0)
+    np.testing.assert_allclose(sin / np.float64(s), np.sin(angles(positions, inv_freq)), atol=5e-7, rtol=0)

@@ -106,6 +106,13 @@ def test_rope_spec():
     np.testing.assert_allclose(spec.apply(Tensor(x), POS).data, oracle(x, POS, theta, "interleaved", 4, s), atol=2e-6)
     with pytest.raises(ValueError):
         RopeSpec(THETA, rotary_dim=6)
+    mine = THETA.copy()  # the spec keeps its own read-only copy
+    spec = RopeSpec(mine)
+    before = spec.cos_sin(POS)[1]
+    mine[:] = 1.0
+    np.testing.assert_array_equal(spec.cos_sin(POS)[1], before)
+    with pytest.raises(ValueError):
+        spec.inv_freq[0] = 1.0
 
 
 def test_bad_input_raises():
@@ -125,6 +132,21 @@ def test_bad_input_raises():
         with pytest.raises(exc):
             apply_rope(**args)
     for exc, pos, theta in [(ValueError, -1, THETA), (ValueError, [1.5], THETA), (TypeError, "3", THETA),
-                            (ValueError, POS, THETA[None, :])]:
+                            (ValueError, POS, THETA[None, :]), (ValueError, [2**24], THETA), (ValueError, POS, [2.0**105])]:
         with pytest.raises(exc):
             rope_cos_sin(pos, theta)
+    for exc, s in [(ValueError, 2.0**-127), (ValueError, 1e39), (TypeError, True)]:
+        with pytest.raises(exc):
+            rope_cos_sin(POS, THETA, s)
+    with pytest.raises(TypeError):
+        apply_rope(x, cos, sin, rotary_dim=True)
+
+
+def test_float32_limits_are_accepted():
+    # position 2**24 - 1, frequency 2**104, scalings 2**-126 and float32's largest: finite tables
+    pos = np.array([3, 2**24 - 1])
+    for theta, s in [([2.0**104, 1.0], 1.0), (THETA, 2.0**-126), (THETA, float(np.finfo(np.float32).max))]:
+        cos, sin = rope_cos_sin(pos, theta, s)
+        ang = (np.float32(pos)[:, None] * np.float32(theta)).astype(np.float64)
+        np.testing.assert_allclose(cos / np.float64(s), np.cos(ang), atol=5e-7)
+        np.testing.assert_allclose(sin / np.float64(s), np.sin(ang), atol=5e-7)

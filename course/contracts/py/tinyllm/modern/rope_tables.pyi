@@ -100,7 +100,7 @@ def multi_axis_rope_cos_sin(positions, sections, theta: float = 10000.0, *, freq
     Raises:
         ValueError: sections is empty or holds an int < 1; positions.shape[0]
             != len(sections); frequencies is not "per_axis" or "shared";
-            positions are negative (rope_cos_sin's checks).
+            positions are negative or 2**24 or more (rope_cos_sin's checks).
         TypeError: sections is not a sequence of ints.
     """
     ...

@@ -67,7 +67,9 @@ class RopeOp(ABC):
                 every whole number exactly only up to 2048 (2049 becomes 2048),
                 bfloat16 only up to 256 (257 becomes 256).
             ValueError: x is not 4-D; D is odd; positions are not [S] or [B, S]
-                with x's S (and B); a position is negative.
+                with x's S (and B); a position is negative, or 2**24 or more
+                (rope_cos_sin's checks: float32 holds every whole number only
+                up to 2**24).
             TypeError or ValueError: theta is not a finite number > 0
                 (rope_inv_freq's checks).
         """

@@ -18,6 +18,11 @@ from tinyllm.modern.rope import RopeSpec, apply_rope, rope_cos_sin
 
 LADDER = (1.0 / 10000 ** (np.arange(0, 8, 2) / 8)).astype(np.float32)  # r = 8
 
+# float32's limits, as the chapter states them (section 11)
+LAST_POSITION = 2**24 - 1           # positions are below 2**24
+FREQ_LIMIT = 2.0**104               # |inv_freq| at most this
+SCALING_RANGE = (2.0**-126, float(np.finfo(np.float32).max))  # attention_scaling from, to
+
 
 # ---- the oracle ---------------------------------------------------------------
 
@@ -228,6 +233,20 @@ def test_rope_spec_defaults_and_fields():
     assert (spec.attention_scaling, spec.layout, spec.rotary_dim) == (1.25, "interleaved", 4)
     with pytest.raises(dataclasses.FrozenInstanceError):
         spec.layout = "half"
+    spec = RopeSpec(LADDER.astype(np.float64), rotary_dim=np.int64(8))
+    assert spec.inv_freq.dtype == np.float32 and type(spec.rotary_dim) is int and spec.rotary_dim == 8
+
+
+def test_rope_spec_keeps_its_own_read_only_copy_of_inv_freq():
+    mine = LADDER.copy()
+    spec = RopeSpec(mine)
+    cos, sin = spec.cos_sin([3, 700])
+    mine[:] = 0.5  # the caller's array changes: the spec must not
+    np.testing.assert_array_equal(spec.inv_freq, LADDER)
+    np.testing.assert_array_equal(spec.cos_sin([3, 700])[0], cos)
+    np.testing.assert_array_equal(spec.cos_sin([3, 700])[1], sin)
+    with pytest.raises(ValueError):  # numpy refuses to write a read-only array
+        spec.inv_freq[0] = 2.0
 
 
 @pytest.mark.parametrize("layout", ["half", "interleaved"])
@@ -250,6 +269,13 @@ def test_rope_spec_drives_apply_rope(layout):
         ((LADDER, 1.0, "adjacent", None), ValueError),
         ((LADDER, 0.0, "half", None), ValueError),
         ((LADDER, "1.0", "half", None), TypeError),
+        ((LADDER, True, "half", None), TypeError),
+        ((LADDER, 1e39, "half", None), ValueError),
+        ((LADDER, 1.0, "half", 8.0), TypeError),
+        ((LADDER, 1.0, "half", "8"), TypeError),
+        ((LADDER, 1.0, "half", True), TypeError),
+        ((LADDER, 1.0, ["half"], None), ValueError),
+        ((np.array([1.0, 1e39]), 1.0, "half", None), ValueError),
         ((LADDER[None], 1.0, "half", None), ValueError),
         (([], 1.0, "half", None), ValueError),
     ],
@@ -302,6 +328,22 @@ def x_of(*shape):
         pytest.param(lambda: rope_cos_sin([0, 1], LADDER, -1.0), id="negative-scaling"),
         pytest.param(lambda: rope_cos_sin([0, 1], LADDER, np.inf), id="inf-scaling"),
         pytest.param(lambda: rope_cos_sin([0, 1], LADDER, np.nan), id="nan-scaling"),
+        # beyond float32's limits (section 11)
+        pytest.param(lambda: rope_cos_sin([0, LAST_POSITION + 1], LADDER), id="position-2**24"),
+        pytest.param(lambda: rope_cos_sin(float(LAST_POSITION + 2), LADDER), id="float-position-2**24+1"),
+        pytest.param(lambda: rope_cos_sin([1e39], LADDER), id="position-1e39"),
+        pytest.param(lambda: rope_cos_sin(np.array([2**64 - 1], np.uint64), LADDER), id="position-uint64-max"),
+        pytest.param(lambda: rope_cos_sin(2**70, LADDER), id="position-beyond-int64"),
+        pytest.param(lambda: rope_cos_sin([0, -(2**70)], LADDER), id="position-below-int64"),
+        pytest.param(lambda: rope_cos_sin([0, 1], [1.0, 2 * FREQ_LIMIT]), id="inv_freq-2**105"),
+        pytest.param(lambda: rope_cos_sin([0, 1], [-2 * FREQ_LIMIT]), id="inv_freq-minus-2**105"),
+        pytest.param(lambda: rope_cos_sin([0, 1], [1e39]), id="inv_freq-1e39"),
+        pytest.param(lambda: rope_cos_sin([0, 1], LADDER, 1e39), id="scaling-1e39"),
+        pytest.param(lambda: rope_cos_sin([0, 1], LADDER, SCALING_RANGE[0] / 2), id="scaling-2**-127"),
+        pytest.param(lambda: apply_rope(x_of(3, 4), np.full((3, 2), 1e39), tables(3, 2)[1]), id="cos-1e39-for-float32-x"),
+        pytest.param(lambda: apply_rope(x_of(3, 4), tables(3, 2)[0], np.full((3, 2), -1e39)), id="sin-1e39-for-float32-x"),
+        pytest.param(lambda: apply_rope(x_of(3, 4), *tables(3, 2), layout=["half"]), id="layout-a-list"),
+        pytest.param(lambda: apply_rope(x_of(3, 4), *tables(3, 2), layout=None), id="layout-None"),
     ],
 )
 def test_bad_values_raise_value_error(call):
@@ -319,6 +361,9 @@ def test_bad_values_raise_value_error(call):
         pytest.param(lambda: rope_cos_sin(["0", "1"], LADDER), id="string-positions"),
         pytest.param(lambda: rope_cos_sin([0, 1], ["a", "b"]), id="string-inv_freq"),
         pytest.param(lambda: rope_cos_sin([0, 1], LADDER, "1.0"), id="string-scaling"),
+        pytest.param(lambda: rope_cos_sin([0, 1], LADDER, True), id="bool-scaling"),
+        pytest.param(lambda: rope_cos_sin(None, LADDER), id="None-positions"),
+        pytest.param(lambda: apply_rope(x_of(3, 4), *tables(3, 2), rotary_dim=True), id="bool-rotary_dim"),
     ],
 )
 def test_bad_types_raise_type_error(call):
@@ -330,3 +375,23 @@ def test_valid_edges_do_not_raise():
     apply_rope(x_of(3, 4), *tables(3, 2), rotary_dim=4)    # rotary_dim = head_dim
     apply_rope(x_of(3, 4), *tables(3, 1), rotary_dim=2)    # one pair
     rope_cos_sin([0], LADDER, 0.01)                         # small positive scaling
+
+
+def test_float32_limits_are_accepted():
+    rope_cos_sin([0, LAST_POSITION], LADDER)
+    RopeSpec(np.array([FREQ_LIMIT, -FREQ_LIMIT]), SCALING_RANGE[0])
+    RopeSpec(LADDER, SCALING_RANGE[1])
+    big = np.float32(SCALING_RANGE[1])  # tables as large as x's dtype holds are still tables
+    out = apply_rope(Tensor(np.array([[1.0, 0.0]], np.float32)), np.array([[big]]), np.array([[big]])).data
+    np.testing.assert_array_equal(out, [[big, big]])
+
+
+def test_tables_at_the_float32_limits_are_finite_hf_numbers():
+    positions = np.array([0, 1, LAST_POSITION])
+    for freqs, scaling in [(LADDER, 1.0), ([FREQ_LIMIT, -FREQ_LIMIT, 1.0], 1.0),
+                           (LADDER, SCALING_RANGE[0]), (LADDER, SCALING_RANGE[1])]:
+        cos, sin = rope_cos_sin(positions, freqs, scaling)
+        angle = angles_like_hf(positions, freqs).astype(np.float32)  # the float32 products, exactly
+        for got, want in ((cos, np.cos(angle)), (sin, np.sin(angle))):
+            assert np.all(np.isfinite(got))
+            close(got.astype(np.float64) / scaling, want.astype(np.float64), atol=3e-7)

@@ -8,7 +8,10 @@ module finds that library wherever pip put it.  Set TINYLLM_NATIVE_LIB to the
 path of another build of tl_rope.c (yours, say) to load that one instead.
 
 Everything the C relies on is checked here first: a wrong argument raises
-TypeError or ValueError naming it, before any C runs.
+TypeError or ValueError naming it, before any C runs.  The binding refuses
+the tables apply_rope refuses (and the same exception types), so the C
+never sees a table that the Python reference would not rotate, and it
+refuses every overlap of memory the kernel cannot honour.
 """
 
 from __future__ import annotations
@@ -81,24 +84,36 @@ def tl_rope_f32(x, cos, sin, *, layout="half", rotary_dim=None, inverse=False, o
     bit for bit; inverse=True equals it with -sin.
 
     x: float32, C-contiguous, shape [..., head_dim].
-    cos, sin: float32, C-contiguous, the same shape, last axis rotary_dim/2, and
-        broadcasting against x[..., :rotary_dim/2] as numpy does without growing
-        it: for x [B, H, S, D], tables [S, r/2] or [B, 1, S, r/2] or [B, H, S, r/2].
-        Broadcast tables are never copied: the C reads a shared row again.
-    layout: "half" pairs (x[i], x[i + r/2]) as HF does; "interleaved" pairs
-        (x[2i], x[2i+1]) as Meta's Llama code does.
-    rotary_dim: r, even, 2 <= r <= head_dim; None means head_dim.
-    inverse: rotate by minus the angle.
-    out: None allocates the result; an array of x's shape, float32, C-contiguous
-        and not overlapping x receives it; out=x rotates x in place.
+    cos, sin: float32, C-contiguous, finite, the same shape, last axis
+        rotary_dim/2, and broadcasting against x[..., :rotary_dim/2] as numpy
+        does without growing it: for x [B, H, S, D], tables [S, r/2] or
+        [B, 1, S, r/2] or [B, H, S, r/2].  Broadcast tables are never copied:
+        the C reads a shared row again.
+    layout: the string "half" pairs (x[i], x[i + r/2]) as HF does;
+        "interleaved" pairs (x[2i], x[2i+1]) as Meta's Llama code does.
+    rotary_dim: r, an int (not a bool), even, 2 <= r <= head_dim; None means
+        head_dim.
+    inverse: rotate by minus the angle (True or False).
+    out: None allocates the result; a writeable float32 C-contiguous array of
+        x's shape receives it.  out=x rotates x in place; otherwise out must
+        share no memory with x.  out never shares memory with cos or sin: the
+        kernel writes out while it still reads the tables (a table row is read
+        again for every row of x that shares it).  x, cos and sin may overlap
+        one another: they are only read.
 
     Returns out.
+
+    Raises TypeError (not an array of float32, a bool or float rotary_dim, an
+    inverse that is not a bool) or ValueError (shapes, strides, layout,
+    rotary_dim's value, nan or inf in the tables, out read-only or
+    overlapping) naming the argument, before any C runs: then out is
+    untouched.
     """
     _check_array("x", x)
     if x.ndim < 1:
         raise ValueError("tl_rope_f32: x must have a last axis of head entries [..., head_dim], got a 0-d array")
     head_dim = x.shape[-1]
-    if layout not in LAYOUTS:
+    if not isinstance(layout, str) or layout not in LAYOUTS:  # a list is not even hashable
         raise ValueError(
             f"tl_rope_f32: layout must be 'half' (pairs i, i + r/2: HF) or 'interleaved' "
             f"(pairs 2i, 2i+1: Meta), got {layout!r}"
@@ -109,7 +124,9 @@ def tl_rope_f32(x, cos, sin, *, layout="half", rotary_dim=None, inverse=False, o
     _check_array("cos", cos)
     _check_array("sin", sin)
     row_shape, table_stride = _table_rows(x.shape, cos.shape, sin.shape, r)
-    out = _output(out, x)
+    _check_finite("cos", cos)
+    _check_finite("sin", sin)
+    out = _output(out, x, cos, sin)
     if x.size == 0:
         return out
 
@@ -143,6 +160,11 @@ def _check_array(name: str, a) -> None:
         raise ValueError(
             f"tl_rope_f32: {name} must be C-contiguous (rows one after another in memory), but it is a "
             f"strided view of shape {a.shape}; pass np.ascontiguousarray({name})"
+        )
+    if not a.flags.aligned:
+        raise ValueError(
+            f"tl_rope_f32: {name} starts at an address that is not a multiple of 4 bytes (a float32 view of a "
+            f"byte buffer at an odd offset), where C may not read a float; pass {name}.copy()"
         )
 
 
@@ -203,7 +225,24 @@ def _table_rows(x_shape, cos_shape, sin_shape, r: int) -> tuple[list[int], list[
     return row_shape, table_stride
 
 
-def _output(out, x: np.ndarray) -> np.ndarray:
+def _check_finite(name: str, table: np.ndarray) -> None:
+    """nan or inf in a table: apply_rope refuses it, so the binding does too."""
+    if not np.isfinite(table).all():  # one pass over the table, not over x
+        where = tuple(int(i) for i in np.argwhere(~np.isfinite(table))[0])
+        raise ValueError(
+            f"tl_rope_f32: {name} must be finite (cosines or sines of angles, times attention_scaling), but "
+            f"{name}{list(where)} is {table[where]}; apply_rope refuses such tables too. Build them with "
+            "rope_cos_sin, whose positions, inv_freq and attention_scaling keep every entry finite"
+        )
+
+
+def _output(out, x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    """The array the C writes into, once it is certain the kernel can honour it.
+
+    The kernel reads x, cos and sin while it writes out, row after row.  out=x
+    is the one overlap it honours (each pair is read before it is written).
+    Every array here is C-contiguous, so each covers one interval of memory
+    and np.shares_memory's exact answer costs a comparison of bounds."""
     if out is None:
         return np.empty_like(x)
     _check_array("out", out)
@@ -217,4 +256,11 @@ def _output(out, x: np.ndarray) -> np.ndarray:
             "tl_rope_f32: out overlaps x without being x itself; pass out=x to rotate in place, "
             "or an array that shares no memory with x"
         )
+    for name, table in (("cos", cos), ("sin", sin)):
+        if np.shares_memory(out, table):
+            raise ValueError(
+                f"tl_rope_f32: out{' (which is x)' if in_place else ''} overlaps {name}: the kernel would "
+                f"overwrite table rows it has yet to read, and rotate later rows by the wrong angles. Pass "
+                f"{name}.copy(), or an out that shares no memory with cos and sin"
+            )
     return out

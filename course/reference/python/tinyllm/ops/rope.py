@@ -61,8 +61,9 @@ class RopeOp(ABC):
         Raises TypeError if x is not a numpy array of float32, float16 or
         bfloat16, or if positions are not integers (float16 and bfloat16
         positions are refused with the reason); ValueError if x is not 4-D, D
-        is odd, positions are not [S] or [B, S] matching x, or are negative;
-        TypeError or ValueError if theta is not a finite number > 0.
+        is odd, positions are not [S] or [B, S] matching x, or are negative
+        or 2**24 or more; TypeError or ValueError if theta is not a finite
+        number > 0.
         """
         _check_x(x)
         positions = _check_positions(positions, x.shape)
