@@ -12,7 +12,7 @@ def test_hand_example_linear():
     assert attention_scaling == 1.0
 
 
-# Next: your oracle.  Write each rope type's rule from the chapter (sections 4 to
+# Next: your oracle.  Write each rope type's rule from the chapter (sections 3 to
 # 9) in numpy float64, and compare rope_parameters and rope_spec with it at a
 # relative tolerance of 1e-6: every rope type with two or more parameter sets,
 # dynamic and longrope at lengths below, at and past their boundary, partial

@@ -17,7 +17,7 @@ original_max_position_embeddings, the context the model was first trained on:
     llama3    by wavelength 2 pi / theta_i: theta_i, theta_i / factor, or a blend; s = 1
 
 The exact rule of each type, with every default and edge, is in the chapter,
-course/chapters/L7.4-rope-scaling.md, sections 4 to 9; rope_parameters below
+course/chapters/L7.4-rope-scaling.md, sections 3 to 9; rope_parameters below
 lists the fields.  The results feed L7.3's RopeSpec (rope_spec).
 """
 
@@ -55,7 +55,7 @@ def rope_parameters(rope_parameters: dict, head_dim: int, *, seq_len: int | None
     seq_len: the number of positions in the sequence (its largest position + 1).
         Only two types depend on it:
           dynamic:  seq_len None or <= max_position_embeddings gives the plain
-                    ladder; longer grows the base (chapter section 6).
+                    ladder; longer grows the base (chapter section 5).
           longrope: seq_len > original_max_position_embeddings uses long_factor;
                     seq_len None or <= original_max_position_embeddings uses
                     short_factor (a sequence exactly that long is still short).
