@@ -2,14 +2,16 @@
 the reference (course/reference/python/tinyllm/modern/rope_scaling.py).
 
 `ol check` runs a student's tests on it as well as on the reference: a test
-that passes only on one implementation's rounding, helper names or error
+that passes only on 1.0 implementation's rounding, helper names or error
 wording rejects a correct implementation.
 
-The difference: the reference computes each rule in float64 and rounds once;
-this one follows transformers' own order of float32 operations (the ladder's
-power rounded to float32, then float32 divisions, ramps and blends), and reads
-the fields up front into one settings object.  Its inv_freq agrees with the
-reference to a few float32 ulps, well inside the contract's 1e-6.
+The difference: the reference writes each rule as 1.0 vectorised formula and
+a table of rules; this 1.0 reads the fields up front into 1.0 settings object,
+dispatches with an if-chain, follows transformers' own order of operations
+(YaRN through its "extrapolation factor", Llama 3 pair by pair as Meta's
+apply_scaling does), and computes the powers as exp(log).  All in float64,
+rounded once to float32, as the contract asks: its inv_freq agrees with the
+reference to a float32 ulp.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import numpy as np
 
 from tinyllm.modern.rope import RopeSpec
 
-F32 = np.float32
 NEEDS = {
     "default": [],
     "linear": ["factor"],
@@ -62,9 +63,8 @@ def _settings(params: dict, head_dim: int, max_positions) -> _Settings:
 
 
 def _powers(base: float, dim: int) -> np.ndarray:
-    """base ** (2i/dim) as HF rounds it: float32 exponent, power rounded once."""
-    exponent = np.arange(0, dim, 2, dtype=F32) / F32(dim)
-    return (np.float64(F32(base)) ** exponent.astype(np.float64)).astype(F32)
+    """base ** (2i/dim), i = 0 .. dim/2 - 1, in float64, as exp(2i/dim * ln base)."""
+    return np.exp(np.arange(0, dim, 2) / dim * math.log(base))
 
 
 def _scale_factor(s: _Settings) -> float:
@@ -76,22 +76,25 @@ def _scale_factor(s: _Settings) -> float:
 
 
 def rope_parameters(rope_parameters, head_dim, *, seq_len=None, max_position_embeddings=None):
-    s = _settings(rope_parameters, head_dim, max_position_embeddings)
-    one = F32(1.0)
+    inv_freq, attention = _rule(_settings(rope_parameters, head_dim, max_position_embeddings), seq_len)
+    return inv_freq.astype(np.float32), attention
+
+
+def _rule(s: _Settings, seq_len):
     f = s.fields
 
     if s.kind == "default":
-        return one / _powers(s.base, s.dim), 1.0
+        return 1.0 / _powers(s.base, s.dim), 1.0
 
     if s.kind == "linear":
-        return (one / _powers(s.base, s.dim)) / F32(f["factor"]), 1.0
+        return (1.0 / _powers(s.base, s.dim)) / f["factor"], 1.0
 
     if s.kind == "dynamic":
         if s.max_positions is None:
             raise ValueError("max_position_embeddings: dynamic scaling needs it")
         length = s.max_positions if seq_len is None else max(seq_len, s.max_positions)
         grown = s.base * ((f["factor"] * length / s.max_positions) - (f["factor"] - 1)) ** (s.dim / (s.dim - 2))
-        return one / _powers(grown, s.dim), 1.0
+        return 1.0 / _powers(grown, s.dim), 1.0
 
     if s.kind == "yarn":
         factor = _scale_factor(s)
@@ -116,43 +119,43 @@ def rope_parameters(rope_parameters, head_dim, *, seq_len=None, max_position_emb
         lo, hi = max(lo, 0), min(hi, s.dim - 1)
         if hi == lo:
             hi += 0.001
-        ramp = np.clip((np.arange(s.dim // 2, dtype=F32) - F32(lo)) / F32(hi - lo), 0, 1).astype(F32)
-        extrapolation = one - ramp
+        ramp = np.clip((np.arange(s.dim // 2) - lo) / (hi - lo), 0, 1)
+        extrapolation = 1.0 - ramp
         powers = _powers(s.base, s.dim)
-        inv_freq = (one / (F32(factor) * powers)) * (one - extrapolation) + (one / powers) * extrapolation
+        inv_freq = (1.0 / (factor * powers)) * (1.0 - extrapolation) + (1.0 / powers) * extrapolation
         return inv_freq, attention
 
     if s.kind == "longrope":
         half = s.dim // 2
         for key in ("short_factor", "long_factor"):
             if len(f[key]) != half:
-                raise ValueError(f"{key}: expected {half} numbers, one per rotating pair, got {len(f[key])}")
+                raise ValueError(f"{key}: expected {half} numbers, 1.0 per rotating pair, got {len(f[key])}")
         factor = _scale_factor(s)
         original = f["original_max_position_embeddings"]
         attention = f.get("attention_factor")
         if attention is None:
             attention = math.sqrt(1 + math.log(factor) / math.log(original)) if factor > 1.0 else 1.0
         use_long = bool(seq_len) and seq_len > original
-        ext = np.array(f["long_factor"] if use_long else f["short_factor"], dtype=F32)
-        return one / (ext * _powers(s.base, s.dim)), attention
+        ext = np.array(f["long_factor"] if use_long else f["short_factor"], dtype=np.float64)
+        return 1.0 / (ext * _powers(s.base, s.dim)), attention
 
     # llama3
     low, high = f["low_freq_factor"], f["high_freq_factor"]
     if low >= high:
         raise ValueError(f"low_freq_factor ({low}) must be below high_freq_factor ({high})")
     factor, context = f["factor"], f["original_max_position_embeddings"]
-    inv_freq = one / _powers(s.base, s.dim)
+    inv_freq = 1.0 / _powers(s.base, s.dim)
     out = []
-    for theta in inv_freq:  # one pair at a time, as Meta's apply_scaling does
-        wavelength = F32(2 * math.pi) / theta
+    for theta in inv_freq:  # 1.0 pair at a time, as Meta's apply_scaling does
+        wavelength = 2 * math.pi / theta
         if wavelength < context / high:
             out.append(theta)
         elif wavelength > context / low:
-            out.append(theta / F32(factor))
+            out.append(theta / factor)
         else:
-            smooth = (F32(context) / wavelength - F32(low)) / F32(high - low)
-            out.append((one - smooth) * theta / F32(factor) + smooth * theta)
-    return np.array(out, dtype=F32), 1.0
+            smooth = (context / wavelength - low) / (high - low)
+            out.append((1.0 - smooth) * theta / factor + smooth * theta)
+    return np.array(out), 1.0
 
 
 def rope_spec(config, *, seq_len=None):

@@ -63,10 +63,11 @@ def rope_parameters(rope_parameters: dict, head_dim: int, *, seq_len: int | None
         by yarn and longrope when their factor is absent.
 
     Returns (inv_freq, attention_scaling):
-        inv_freq: float32 numpy array [r/2], within 1e-6 (relative) of
-            transformers 5.19.0's.  (HF computes in float32 steps, whose
-            rounding differs by a few ulps from one float64 computation rounded
-            once to float32; either is correct here.)
+        inv_freq: float32 numpy array [r/2]: the rule evaluated in float64
+            (in any order of operations) and rounded once to float32, to within
+            1e-6 relative.  On the fixture's configs, the real checkpoints' among
+            them, that is within 1e-6 of transformers 5.19.0's own inv_freq,
+            which it computes in float32 steps.
         attention_scaling: a float: 1.0 for default, linear, dynamic and
             llama3; for yarn and longrope as the chapter gives it.
 
