@@ -23,13 +23,12 @@ import ast
 import json
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
+from fixture_checks import assert_regenerates_exactly, run_oracle
 from kit import ROOT, copy_checkout, explain, run_ol
 from ol.catalog import load_catalog
 from ol.grading import sandbox
@@ -46,41 +45,12 @@ REFERENCE = ROOT / "course" / "reference" / "python" / "tinyllm" / "modern" / "r
 MODEL_ANSWER = ROOT / "course" / "reference" / "python" / "tests" / "l7-4-rope-scaling"
 
 
-def raw_arrays(path: Path) -> dict[str, np.ndarray]:
-    with np.load(path, allow_pickle=False) as npz:
-        return {key: npz[key] for key in npz.files}
-
-
-def provenance_of(arrays: dict[str, np.ndarray]) -> dict:
-    return json.loads(str(arrays["__provenance__"][()]))
-
-
 # ---- the fixture -----------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def regenerated(tmp_path_factory) -> Path:
-    """Run the real oracle script into a temporary folder (about 5 s)."""
-    out = tmp_path_factory.mktemp("oracle")
-    run = subprocess.run([sys.executable, str(ORACLE), "--out", str(out)], capture_output=True, text=True, cwd=out)
-    assert run.returncode == 0, f"python oracle/L7.4/rope_scaling_hf.py --out {out} failed:\n{run.stdout}\n{run.stderr}"
-    return out / FIXTURE.name
-
-
-def test_oracle_regenerates_the_committed_fixture_exactly(regenerated):
-    committed, fresh = raw_arrays(FIXTURE), raw_arrays(regenerated)
-    assert sorted(fresh) == sorted(committed), "the oracle now writes a different set of keys"
-    changed = [key for key in committed if key != "__provenance__"
-               and not (fresh[key].dtype == committed[key].dtype and np.array_equal(fresh[key], committed[key]))]
-    environments = provenance_of(fresh)["environment"], provenance_of(committed)["environment"]
-    assert not changed, (
-        f"regenerating gives different values for {changed}; this machine {environments[0]} vs the committed "
-        f"fixture's {environments[1]}. If the change is intended, run python oracle/L7.4/rope_scaling_hf.py and commit."
-    )
-    fresh_provenance, committed_provenance = provenance_of(fresh), provenance_of(committed)
-    fresh_provenance.pop("environment")
-    committed_provenance.pop("environment")
-    assert fresh_provenance == committed_provenance
+def test_oracle_regenerates_the_committed_fixture_exactly(tmp_path):
+    run_oracle(ORACLE, tmp_path, ROOT)  # about 5 s
+    assert_regenerates_exactly(FIXTURE, tmp_path / FIXTURE.name, "python oracle/L7.4/rope_scaling_hf.py")
 
 
 def test_fixture_is_small_pinned_and_documented():
