@@ -16,8 +16,8 @@ and changes it, and perhaps the factor s on both cos/sin tables:
 
 (L: original_max_position_embeddings, the length the model was first trained
 on.)  The math is done in float64 and inv_freq is rounded once to float32; HF
-computes in float32 steps, so the two agree to a few float32 ulps.  Chapter:
-course/chapters/L7.4-rope-scaling.md.
+computes in float32 steps, and on real checkpoints' configs the two agree to a
+few float32 ulps.  Chapter: course/chapters/L7.4-rope-scaling.md.
 """
 
 from __future__ import annotations
@@ -95,8 +95,9 @@ def _linear(p, r, seq_len, max_len):
 
 
 def _dynamic(p, r, seq_len, max_len):
-    # NTK-aware: keep theta_0 = 1 and stretch the slowest pair by about seq_len / max_len,
-    # by raising the base.  Up to max_len (and for seq_len None) nothing changes.
+    # NTK-aware: raise the base so that theta_0 = 1 stays and the slowest pair is slowed by
+    # exactly kappa = factor * seq_len / max_len - (factor - 1).  Up to max_len (and for
+    # seq_len None) kappa = 1: nothing changes.
     if max_len is None:
         raise ValueError("rope_parameters: dynamic needs max_position_embeddings= (the trained length it scales from)")
     seq_len = max(seq_len or max_len, max_len)
@@ -194,8 +195,8 @@ def _yarn_temperature(factor, mscale) -> float:
 
 
 def _factor(p, max_len):
-    """factor, or when absent max_position_embeddings / original_max_position_embeddings
-    (how DeepSeek's and Phi-3's configs give it)."""
+    """factor, or when it is absent (Phi-3's config has none) max_position_embeddings /
+    original_max_position_embeddings, as transformers computes it."""
     if p.get("factor") is not None:
         return p["factor"]
     if max_len is None:
