@@ -1,34 +1,39 @@
-"""Calibration of the L7.3 mutation grader.
+"""Calibration of the mutation grader, for each graded module.
 
-tests/calibration/l7-3-suite-{a,b,c}/ are three honest student suites, each
-written from the chapter (sections 11, 13 and 14) and the contract alone,
-without looking at the model answer, the mutants or the reference source:
+tests/calibration/<module>-suite-{a,b,c}/ are three honest student suites per
+graded module, each written from the module's chapter (its interface,
+graded-tests and pitfalls sections) and the contract alone, without looking at
+the model answer, the mutants or the reference source:
 
-  a  a careful student: parametrized fixed cases; bad input from section 11's
-     whole table (including RopeSpec's constructor checks)
-  b  a student who leans on hypothesis: properties over shapes, positions
-     and layouts; bad input from section 13's list
-  c  a minimalist: one compact test per bullet of section 13
+  a  a careful student: parametrized fixed cases; bad input from the
+     chapter's whole table of bad inputs
+  b  a student who leans on hypothesis: properties and random inputs against
+     an oracle; bad input from the graded-tests section's list
+  c  a minimalist: one compact test per bullet of the graded-tests section
 
-Each must pass `ol check L7.3` (score >= 0.80 and every pitfall caught).  A
-change to the mutant set, the equivalent list, the pitfalls or the reference
-that fails an honest suite shows up here, with the survivors to look at.
+Each must pass `ol check` (score >= 0.80 and every pitfall caught).  A change
+to the mutant set, the equivalent list, the pitfalls or the reference that
+fails an honest suite shows up here, with the survivors to look at.
 
-Status when written: a passes (183/223); b (169/223) and c (164/223) fail.
-Section 13 never asked for tests of RopeSpec, yet 45 of the 223 counted
+L7.3.  Status when written: a passes (183/223); b (169/223) and c (164/223)
+fail.  Section 13 never asked for tests of RopeSpec, yet 45 of the 223 counted
 mutants live in RopeSpec, so a suite that followed section 13's list could
-reach at most 178/223 = 0.798.
-
-Status after section 13 asked for RopeSpec driving apply_rope, bad cases
-wrong in one way only, and the easy-to-forget behaviour (dtype, default
-layout, position 0, a single pair), with each suite updated to those asks
-only: a 223/223, b 219/223, c 217/223, every pitfall caught by all three.
+reach at most 178/223 = 0.798.  Status after section 13 asked for RopeSpec
+driving apply_rope, bad cases wrong in one way only, and the easy-to-forget
+behaviour (dtype, default layout, position 0, a single pair), with each suite
+updated to those asks only: a 223/223, b 219/223, c 217/223, every pitfall
+caught by all three.
 
 Status after issue 13 (the reference refuses what float32 cannot carry, 45
 more counted mutants): unchanged, the suites scored a 241/268, b 238/268,
 c 236/268, passing; after sections 6, 11 and 13 asked for float32's limits
 and RopeSpec's own copy of inv_freq, with each suite updated from those asks
 only: a 267/268, b 262/268, c 256/268, every pitfall caught by all three.
+
+L7.4 (written after its section 13 listed every rule, edge and config shape
+the mutants probe): a 474/474, b 472/474 (it never asks for a single pair, so
+two mutants of the rotary-dim check survive), c 474/474; every pitfall caught
+by all three.
 """
 
 from __future__ import annotations
@@ -43,14 +48,28 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "tests" / "calibration"
 
 
-@pytest.fixture(scope="module", params=["a", "b", "c"])
+# module -> the folder prefix of its honest suites
+SUITE_PREFIX = {"L7.3": "l7-3-suite-", "L7.4": "l7-4-suite-"}
+
+
+@pytest.fixture(scope="module", params=[(m, s) for m in SUITE_PREFIX for s in "abc"], ids=lambda p: f"{p[0]}-{p[1]}")
 def graded(request):
-    folder = SUITES / f"l7-3-suite-{request.param}"
-    return request.param, check_module(ROOT, "L7.3", tests=folder, course_tests=False)
+    module, suite = request.param
+    folder = SUITES / f"{SUITE_PREFIX[module]}{suite}"
+    return f"{module} {suite}", check_module(ROOT, module, tests=folder, course_tests=False)
+
+
+def test_every_graded_module_has_three_honest_suites():
+    from ol.catalog import load_catalog
+
+    graded_modules = [m.id for m in load_catalog(ROOT).modules if m.grading]
+    assert sorted(SUITE_PREFIX) == sorted(graded_modules)
+    for prefix in SUITE_PREFIX.values():
+        assert all((SUITES / f"{prefix}{suite}").is_dir() for suite in "abc"), prefix
 
 
 def explain(name, r) -> str:
-    lines = [f"honest suite {name} fails ol check L7.3"]
+    lines = [f"honest suite {name} fails ol check"]
     if r.reason:
         lines.append(f"stopped early: {r.reason}")
         lines += [f"  {p}" for p in r.problems]

@@ -60,6 +60,22 @@ def test_l7_3_entry():
     assert closure.index("L0.1") < closure.index("L0.2"), "a need comes before what needs it"
 
 
+def test_l7_4_entry():
+    catalog = load_catalog(ROOT)
+    scaling = catalog.get("L7.4")
+    assert scaling.rung == "R5" and scaling.needs == ("L7.3",)
+    assert scaling.module_names == {"tinyllm.modern.rope_scaling": "tinyllm/modern/rope_scaling.py"}
+    assert scaling.contracts == ("course/contracts/py/tinyllm/modern/rope_scaling.pyi",)
+    assert scaling.student_tests == "python/tests/l7-4-rope-scaling"
+    assert scaling.starter_test_name == "test_rope_scaling_oracle.py"
+    grading = scaling.grading
+    assert grading is not None and grading.threshold == 0.80 and grading.target == "tinyllm/modern/rope_scaling.py"
+    assert "tinyllm.modern.rope_scaling" in grading.allowed_imports
+    assert not any(name.startswith("tinyllm.") and name != "tinyllm.modern.rope_scaling"
+                   for name in grading.allowed_imports), "graded tests judge rope_scaling alone"
+    assert [m.id for m in catalog.needs_closure(scaling)][-1] == "L7.3"
+
+
 def test_every_module_has_its_contract_reference_and_course_tests():
     catalog = load_catalog(ROOT)
     for module in catalog.modules:
@@ -73,9 +89,9 @@ def test_get_is_forgiving_about_case_and_strict_about_unknown_ids():
     catalog = load_catalog(ROOT)
     assert catalog.get("l7.3").id == "L7.3"
     with pytest.raises(UnknownModule) as caught:
-        catalog.get("L7.4")
+        catalog.get("L7.99")
     assert isinstance(caught.value, ValueError)
-    assert all(i in str(caught.value) for i in ("L7.4", "L0.1", "L0.2", "M00.2", "L7.3"))
+    assert all(i in str(caught.value) for i in ("L7.99", "L0.1", "L0.2", "M00.2", "L7.3", "L7.4"))
 
 
 def test_dotted_name():

@@ -3,10 +3,15 @@
 - L7.3's worked example: the cos/sin values and the two output vectors printed
   in course/chapters/L7.3-rope.md are what the reference computes, to the
   printed six decimals.
-- Every chapter named in the catalog for L0.1, L0.2, M00.2 and L7.3 exists and
-  names its module's course-test path.
+- L7.4's worked example: the inv_freq and attention_scaling printed for each
+  rope type in course/chapters/L7.4-rope-scaling.md are what the reference
+  computes, to the printed digits.
+- Every chapter named in the catalog for L0.1, L0.2, M00.2, L7.3 and L7.4
+  exists and names its module's course-test path.
 - The L7.3 chapter names all fourteen course tests and the seven pitfall ids,
-  each pitfall beside the course test(s) that catch it.
+  each pitfall beside the course test(s) that catch it; the L7.4 chapter
+  names every test of its course-test file and every pitfall of its
+  pitfalls.toml beside the course tests its `caught_by` lists.
 
 The reference runs in a subprocess with PYTHONPATH=course/reference/python, so
 this file never imports (or is confused by) the student's `tinyllm`.
@@ -27,7 +32,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "course" / "reference" / "python"
 CATALOG = REPO / "course" / "catalog.toml"
-MODULES = ("L0.1", "L0.2", "M00.2", "L7.3")
+MODULES = ("L0.1", "L0.2", "M00.2", "L7.3", "L7.4")
 
 COURSE_TESTS = (
     "test_hand_example",
@@ -187,4 +192,114 @@ def test_rope_chapter_pairs_each_pitfall_with_its_catching_tests():
         assert rows, f"the L7.3 chapter does not mention pitfall {pitfall}"
         assert any(all(f"`{name}`" in row for name in catchers) for row in rows), (
             f"no line of the L7.3 chapter names pitfall {pitfall} together with {catchers}"
+        )
+
+
+# ---- L7.4 ---------------------------------------------------------------------------
+
+# the worked example's inputs (chapter section 10), by the name its result line carries
+L74_EXAMPLES = {
+    "linear": ({"rope_type": "linear", "factor": 4.0}, {}),
+    "dynamic": ({"rope_type": "dynamic", "factor": 2.0}, {"seq_len": 2048, "max_position_embeddings": 1024}),
+    "yarn": ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}, {}),
+    "longrope short": ({"rope_type": "longrope", "original_max_position_embeddings": 1024,
+                        "short_factor": [1, 1, 2, 2], "long_factor": [1, 2, 4, 8]},
+                       {"seq_len": 1024, "max_position_embeddings": 4096}),
+    "longrope long": ({"rope_type": "longrope", "original_max_position_embeddings": 1024,
+                       "short_factor": [1, 1, 2, 2], "long_factor": [1, 2, 4, 8]},
+                      {"seq_len": 1025, "max_position_embeddings": 4096}),
+    "llama3": ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 1024}, {}),
+}
+
+_L74_SCRIPT = r"""
+import json, sys
+import tinyllm
+from tinyllm.modern.rope_scaling import rope_parameters
+
+examples = json.loads(sys.argv[1])
+out = {}
+for name, (fields, kwargs) in examples.items():
+    inv_freq, s = rope_parameters({"rope_theta": 10000.0, **fields}, 8, **kwargs)
+    out[name] = {"inv_freq": [float(v) for v in inv_freq], "s": float(s)}
+json.dump({"tinyllm_file": tinyllm.__file__, "examples": out}, sys.stdout)
+"""
+
+# "yarn:           inv_freq = (1.0, 0.075, 0.005, 0.00025), s = 1.138629"; linear's line shows
+# the division first: "inv_freq = (1.0, 0.1, 0.01, 0.001) / 4 = (0.25, ...), s = 1"
+_L74_LINE = re.compile(
+    r"^([a-z0-9]+(?: [a-z]+)?):\s+inv_freq = (?:\([^)]*\) / \d+ = )?\(([^)]*)\), s = ([0-9.]+)\s*$", re.MULTILINE
+)
+
+
+@pytest.fixture(scope="module")
+def l74_reference() -> dict:
+    env = dict(os.environ, PYTHONPATH=str(REFERENCE))
+    done = subprocess.run(
+        [sys.executable, "-c", _L74_SCRIPT, json.dumps(L74_EXAMPLES)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, f"the reference failed to run:\n{done.stderr}"
+    values = json.loads(done.stdout)
+    assert Path(values["tinyllm_file"]).resolve().is_relative_to(REFERENCE.resolve())
+    return values["examples"]
+
+
+def parse_l74_example(text: str) -> dict[str, tuple[list[float], float]]:
+    """name -> (printed inv_freq, printed s); each name printed once."""
+    found: dict[str, tuple[list[float], float]] = {}
+    for name, values, s in _L74_LINE.findall(text):
+        assert name not in found, f"the result line of {name!r} is printed more than once"
+        found[name] = ([float(v) for v in values.split(",")], float(s))
+    assert sorted(found) == sorted(L74_EXAMPLES), f"result lines found for {sorted(found)}"
+    return found
+
+
+def l74_mismatches(printed, reference) -> list[str]:
+    """Every printed number that is not the reference's to its printed digits: up to 7
+    significant digits (5e-7 relative) plus float32's rounding (6e-8)."""
+    problems = []
+    for name, (inv_freq, s) in printed.items():
+        want = reference[name]
+        for i, (shown, exact) in enumerate(zip(inv_freq, want["inv_freq"], strict=True)):
+            if abs(shown - exact) > 6e-7 * abs(exact):
+                problems.append(f"{name} inv_freq[{i}]: the chapter prints {shown}, the reference gives {exact:.9g}")
+        if abs(s - want["s"]) > 6e-7:
+            problems.append(f"{name} s: the chapter prints {s}, the reference gives {want['s']:.9g}")
+    return problems
+
+
+def test_l74_worked_example_matches_the_reference(l74_reference):
+    assert l74_mismatches(parse_l74_example(_chapter_text("L7.4")), l74_reference) == []
+
+
+def test_a_changed_number_in_the_l74_worked_example_is_caught(l74_reference):
+    text = _chapter_text("L7.4")
+    line = "llama3:         inv_freq = (1.0, 0.1, 0.003086762, 0.000125), s = 1"
+    assert line in text
+    altered = text.replace(line, line.replace("0.003086762", "0.003086862"))
+    assert l74_mismatches(parse_l74_example(altered), l74_reference)
+    altered = text.replace("s = 1.138629", "s = 1.060206")  # YaRN's temperature with log10
+    assert l74_mismatches(parse_l74_example(altered), l74_reference)
+
+
+def test_l74_chapter_names_every_course_test_and_pairs_each_pitfall():
+    module = _catalog_modules()["L7.4"]
+    text = _chapter_text("L7.4")
+    course_tests = sorted({
+        match for path in (REPO / module["course_tests"]).glob("test_*.py")
+        for match in re.findall(r"^def (test_\w+)\(", path.read_text(), re.MULTILINE)
+    })
+    assert len(course_tests) == 11
+    missing = [name for name in course_tests if f"`{name}`" not in text]
+    assert missing == [], f"the L7.4 chapter does not mention {missing}"
+    with (REPO / module["grading"]["pitfalls"]).open("rb") as f:
+        pitfalls = tomllib.load(f)["pitfall"]
+    assert len(pitfalls) >= 6
+    lines = text.splitlines()
+    for pitfall in pitfalls:
+        rows = [line for line in lines if line.startswith(f"| {pitfall['id']} |")]
+        assert len(rows) == 1, f"the L7.4 chapter's pitfalls table has no row for {pitfall['id']}"
+        assert all(f"`{name}`" in rows[0] for name in pitfall["caught_by"]), (
+            f"the row of {pitfall['id']} does not name {pitfall['caught_by']}"
         )

@@ -5,7 +5,6 @@ to regenerate it.
 Needs the oracle extra (torch, transformers); CI installs it, so nothing here skips.
 """
 
-import json
 import subprocess
 import sys
 import zipfile
@@ -21,17 +20,8 @@ REGENERATE = "python oracle/L7.3/rope_hf.py"
 MAX_BYTES = 5_000_000
 
 sys.path.insert(0, str(REPO / "course" / "tests"))
+from fixture_checks import provenance_of, raw_arrays  # noqa: E402
 from golden import FixtureError, load_fixture  # noqa: E402
-
-
-def raw_arrays(path: Path) -> dict[str, np.ndarray]:
-    """Every entry of an .npz, provenance included, without the loader's checks."""
-    with np.load(path, allow_pickle=False) as npz:
-        return {key: npz[key] for key in npz.files}
-
-
-def provenance_of(arrays: dict[str, np.ndarray]) -> dict:
-    return json.loads(str(arrays["__provenance__"][()]))
 
 
 # ---- the oracle reproduces the committed fixture ---------------------------

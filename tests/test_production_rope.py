@@ -19,7 +19,6 @@ fails each of them, in tests/test_runner.py.
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import re
 import subprocess
@@ -30,6 +29,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from fixture_checks import assert_regenerates_exactly, run_oracle
 from ol.overlay import install_overlay, remove_overlay
 from reference import reference_mapping
 
@@ -61,15 +61,6 @@ def ref():
         sys.modules.update(saved)
 
 
-def raw_arrays(path: Path) -> dict[str, np.ndarray]:
-    with np.load(path, allow_pickle=False) as npz:
-        return {key: npz[key] for key in npz.files}
-
-
-def provenance_of(arrays) -> dict:
-    return json.loads(str(arrays["__provenance__"][()]))
-
-
 # ---- the oracles reproduce the committed fixtures ------------------------------
 
 
@@ -78,29 +69,13 @@ def regenerated(request, tmp_path_factory):
     """(committed fixture, the same fixture written now by its oracle into a temporary folder)."""
     fixture, oracle = request.param, ORACLES[request.param]
     out = tmp_path_factory.mktemp("oracle")
-    run = subprocess.run([sys.executable, str(oracle), "--out", str(out)], capture_output=True, text=True, cwd=out)
-    assert run.returncode == 0, (
-        f"python {oracle.relative_to(REPO)} --out {out} failed (CI installs what it needs: .ci/run):\n"
-        f"{run.stdout}\n{run.stderr}"
-    )
+    run_oracle(oracle, out, REPO)
     return fixture, out / fixture.name
 
 
 def test_oracle_regenerates_the_committed_arrays_and_provenance(regenerated):
     committed_path, fresh_path = regenerated
-    committed, fresh = raw_arrays(committed_path), raw_arrays(fresh_path)
-    assert sorted(fresh) == sorted(committed), "the oracle now writes a different set of keys"
-    changed = [k for k in committed if k != "__provenance__"
-               and not (fresh[k].dtype == committed[k].dtype and np.array_equal(fresh[k], committed[k]))]
-    environments = provenance_of(fresh)["environment"], provenance_of(committed)["environment"]
-    assert not changed, (
-        f"regenerating {committed_path.name} changes {changed}; this machine {environments[0]} vs the committed "
-        f"{environments[1]}. If the change is intended, rerun the oracle and commit."
-    )
-    fresh_provenance, committed_provenance = provenance_of(fresh), provenance_of(committed)
-    fresh_provenance.pop("environment")  # recorded, not part of the fixture's identity
-    committed_provenance.pop("environment")
-    assert fresh_provenance == committed_provenance
+    assert_regenerates_exactly(committed_path, fresh_path, f"python {ORACLES[committed_path].relative_to(REPO)}")
 
 
 @pytest.mark.parametrize("fixture", list(ORACLES), ids=lambda p: p.name)

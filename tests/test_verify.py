@@ -18,9 +18,12 @@ def test_every_module_of_the_course_is_sound(tmp_path):
     for module in load_catalog(ROOT).modules:
         assert f"ol verify {module.id}: sound" in r.stdout, explain(r)
     lines = r.stdout.splitlines()
-    for pitfall in ("s01", "s02", "s03", "s04", "s05", "s06", "s07"):
+    pitfalls = ("s01", "s02", "s03", "s04", "s05", "s06", "s07",               # L7.3
+                "p01", "p02", "p03", "p04", "p05", "p06", "p07", "p08")       # L7.4
+    for pitfall in pitfalls:
         assert any(re.match(rf"\s+ok\s+pitfall {pitfall} fails test_", line) for line in lines), explain(r)
-    assert "the model answer scores 1.00" in r.stdout, explain(r)
+    graded = [m.id for m in load_catalog(ROOT).modules if m.grading]
+    assert r.stdout.count("the model answer scores 1.00") == len(graded) == 2, explain(r)
 
 
 def edit(checkout, path: str, old: str, new: str):

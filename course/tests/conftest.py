@@ -20,6 +20,14 @@ def rope_hf():
 
 
 @pytest.fixture(scope="session")
+def rope_scaling_hf():
+    """The L7.4 golden values from Hugging Face's rope initialisation (fixtures/L7.4/rope_scaling_hf.npz)."""
+    from golden import load_fixture
+
+    return load_fixture(REPO / "fixtures" / "L7.4" / "rope_scaling_hf.npz")
+
+
+@pytest.fixture(scope="session")
 def axial_physicsnemo():
     """The L7.3x golden tables from NVIDIA physicsnemo 2.2.2 (fixtures/L7.3x/axial_physicsnemo.npz)."""
     from golden import load_fixture
