@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install everything the kit's tests need, into the current Python:
 # bubblewrap (Debian's bubblewrap: ol check confines every graded run in it),
-# the package with its dev and oracle extras (pip builds the C kernel), and
+# the package with its dev, oracle and cluster extras (pip builds the C kernel), and
 # physicsnemo for the L7.3x oracle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ if ! command -v bwrap >/dev/null; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq bubblewrap
 fi
 
-python -m pip install -e '.[dev,oracle]'
+python -m pip install -e '.[dev,oracle,cluster]'
 # physicsnemo (oracle/L7.3x/axial_physicsnemo.py) without its dependencies: it
 # requires torchvision, which would replace torch 2.13.0 (the torchvision built
 # for 2.13 on PyPI is a CUDA build); then what importing its RoPE really needs.

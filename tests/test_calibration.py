@@ -56,7 +56,7 @@ SUITE_PREFIX = {"L7.3": "l7-3-suite-", "L7.4": "l7-4-suite-"}
 def graded(request):
     module, suite = request.param
     folder = SUITES / f"{SUITE_PREFIX[module]}{suite}"
-    return f"{module} {suite}", check_module(ROOT, module, tests=folder, course_tests=False)
+    return f"{module} {suite}", check_module(ROOT, module, tests=folder, course_tests=False, sharing="shared")
 
 
 def test_every_graded_module_has_three_honest_suites():

@@ -251,6 +251,29 @@ def test_ol_check_usage_errors(finished_checkout):
 # ---- the parts --------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("module_id, suite", [("L7.3", "shapes-and-errors"), ("L7.4", "l7-4-hand-example")])
+def test_the_shared_check_gives_the_verdicts_of_isolated_runs(module_id, suite):
+    """The local check collects a suite once and forks a run per variant; the
+    instructor's collects it afresh in every run.  They must agree, on the
+    pitfalls, every module- and class-level mutant (L7.4's
+    table of rule functions among them) and a spread of function mutants,
+    for a suite that catches some variants and misses others."""
+    session = GradingSession(ROOT, module_id)
+    chosen = [m for m in session.mutant_variants() if m.key.split(":")[0] in ("<module>", "RopeSpec")]
+    chosen += session.mutant_variants()[::15]
+    variants = session.pitfall_variants() + chosen
+    verdicts = {}
+    for sharing in ("shared", "isolated"):
+        with session.engine({"student": SUITES / suite}, sharing=sharing) as engine:
+            grader = Grader(session, engine, time_limit=30)
+            grader.correct_implementations()
+            verdicts[sharing] = grader.variants(variants, repeats=False)
+    differ = {key: (verdicts["shared"][key].status, verdicts["isolated"][key].status)
+              for key in verdicts["isolated"] if verdicts["shared"][key].killed != verdicts["isolated"][key].killed}
+    assert not differ, f"shared vs isolated verdicts differ: {differ}"
+    assert len({v.killed for v in verdicts["isolated"].values()}) == 2, "the sample should hold caught and missed variants"
+
+
 def test_spliced_mutants_are_mutmuts_own():
     """ol builds each mutant's file by splicing mutmut's mutated node into the
     text; it must be the program mutmut's own deep_replace gives."""

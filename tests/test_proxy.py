@@ -190,6 +190,58 @@ def test_writes_into_an_argument_are_mirrored():
         theirs.close()
 
 
+def _served(module):
+    """Connect the proxy to `module` served from a thread; returns a closer."""
+    ours, theirs = socket.socketpair()
+    server = threading.Thread(target=serve, args=(theirs, module), daemon=True)
+    server.start()
+    proxy.connect(ours)
+
+    def close():
+        proxy.connect(None)
+        ours.close()
+        server.join(timeout=5)
+        theirs.close()
+
+    return close
+
+
+def test_an_array_the_module_keeps_stays_the_callers_own():
+    """What a test can tell in one process (the module kept the caller's
+    array, or a copy of it) it can tell across the boundary too: the caller's
+    later writes reach an array the module kept, and nothing else."""
+    module = type(rope)("keeper")
+    store = {}
+
+    def keep(values, copy):
+        store["values"] = np.array(values) if copy else values
+        return None
+
+    def total():
+        return float(store["values"].sum())
+
+    def frozen():
+        out = np.arange(3.0)
+        out.flags.writeable = False
+        return out
+
+    for function in (keep, total, frozen):
+        function.__module__ = "keeper"
+        setattr(module, function.__name__, function)
+    close = _served(module)
+    try:
+        for copy, expected in ((False, 60.0), (True, 6.0)):
+            values = np.array([1.0, 2.0, 3.0])
+            proxy.call({"attr": "keep"}, (values, copy), {})
+            values *= 10
+            assert proxy.call({"attr": "total"}, (), {}) == expected, copy
+        returned = proxy.call({"attr": "frozen"}, (), {})
+        with pytest.raises(ValueError, match="read-only"):
+            returned[0] = 1.0
+    finally:
+        close()
+
+
 def test_objects_of_the_module_live_over_there(remote):
     spec = remote.RopeSpec(LADDER, 1.5, "interleaved")
     assert isinstance(spec, remote.RopeSpec) and type(spec).__name__ == "RopeSpec"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ol.errors import OlError
@@ -35,6 +35,10 @@ REQUIRED_KEYS = ("id", "title", "rung", "needs", "files", "chapter", "course_tes
 OPTIONAL_KEYS = ("contracts", "starter", "grading")
 GRADING_KEYS = ("threshold", "target", "pitfalls", "equivalent", "alternates",
                 "model_answer", "allowed_imports")
+GRADING_OPTIONAL_KEYS = ("points",)
+# What each part of a grade is worth in an autograder (ol gradescope) unless
+# [module.grading.points] says otherwise.
+DEFAULT_POINTS = {"course_tests": 40.0, "mutation": 50.0, "pitfalls": 10.0}
 
 
 class CatalogError(OlError):
@@ -64,6 +68,7 @@ class Grading:
     alternates: tuple[str, ...]         # other correct implementations
     model_answer: str                   # the instructor's own student-style tests
     allowed_imports: tuple[str, ...]    # what the student's tests may import
+    points: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_POINTS))  # an autograder's points per part
 
 
 @dataclass(frozen=True)
@@ -257,8 +262,16 @@ def _parse_grading(table, where: str, warnings: list[str]) -> Grading:
         raise CatalogError(f"{where}: missing key(s) {', '.join(missing)}; grading needs "
                            f"{', '.join(GRADING_KEYS)}")
     for key in table:
-        if key not in GRADING_KEYS:
+        if key not in GRADING_KEYS + GRADING_OPTIONAL_KEYS:
             warnings.append(f"{where}: key {key!r} is not one ol knows; it is ignored")
+    points = dict(DEFAULT_POINTS)
+    given = table.get("points", {})
+    if not isinstance(given, Mapping) or any(
+            key not in DEFAULT_POINTS or isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
+            for key, value in given.items()):
+        raise CatalogError(f"{where}: points must be a table of numbers >= 0 for {', '.join(DEFAULT_POINTS)}, "
+                           f"got {given!r}")
+    points.update({key: float(value) for key, value in given.items()})
     threshold = table["threshold"]
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
         raise CatalogError(f"{where}: threshold must be a number from 0 to 1 "
@@ -271,6 +284,7 @@ def _parse_grading(table, where: str, warnings: list[str]) -> Grading:
         alternates=_strings(table, "alternates", where),
         model_answer=_string(table, "model_answer", where),
         allowed_imports=_strings(table, "allowed_imports", where),
+        points=points,
     )
 
 

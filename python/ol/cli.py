@@ -128,6 +128,8 @@ VERBS: dict[str, Verb] = {}
 LAZY_VERBS: dict[str, tuple[str, str]] = {
     "check": ("ol.grading.cli", "the course tests, then the mutation grade of your own tests"),
     "verify": ("ol.verify", "instructor: the reference passes, stubs fail, pitfalls are caught"),
+    "grade": ("ol.grade.cli", "instructor: grade a folder of submissions (grades.csv, summary.md)"),
+    "gradescope": ("ol.grade.gradescope", "instructor: build a Gradescope autograder bundle"),
 }
 
 

@@ -34,6 +34,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time-limit", type=_time_limit, default=60.0, metavar="SECONDS",
                         help="longest the course tests, or your suite on a correct implementation, may take "
                              f"(default 60, at most {MAX_TIME_LIMIT:.0f})")
+    parser.add_argument("--require-confinement", action="store_true",
+                        help="refuse to run unless every run can be confined (the instructor's side uses this)")
     parser.add_argument("--isolated", action="store_true",
                         help="collect your suite afresh in every run, as the instructor's grade does "
                              "(slower; the default collects it once and forks a clean run per mutant)")
@@ -53,6 +55,9 @@ def run(args: argparse.Namespace, ctx) -> int:
     try:
         module = ctx.module(args.module)
         mode = default_mode()
+        if mode != confine.CONFINED and args.require_confinement:
+            raise OlError(f"refusing to grade unconfined: {confine.bubblewrap()[1]} "
+                          "(install Debian's or Ubuntu's bubblewrap package)")
         if mode != confine.CONFINED and not args.json:
             ctx.warn(f"this check runs unconfined ({confine.bubblewrap()[1]}): it is feedback only; "
                      "the instructor's grade is computed confined")

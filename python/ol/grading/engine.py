@@ -348,7 +348,11 @@ class Engine:
             impl.start_run(run.id, run.impl, ours, uid_slot + 1)
             if self.sharing == "shared" and request.get("mode") == "grade":
                 side = self._collector(tests, run.time_limit)
-                if side.problem is not None:   # the suite does not collect: every run says so
+                if side.problem == {"problem": "isolate"}:
+                    # the suite calls the code under test while it is imported: that needs a
+                    # variant at collection, so from now on it is collected in every run
+                    self.sharing, side = "isolated", tests
+                elif side.problem is not None:   # the suite does not collect: every run says so
                     item = _Active(run, slot, side)
                     self._done(item, True, {"exit": side.problem_exit, "report": [side.problem]}, impl)
                     return item
@@ -520,7 +524,9 @@ class _CollectorLink:
                     self.collected = body.decode(errors="replace").split("\n") if body else []
                     return
                 kind_text, _, detail = body.decode(errors="replace").partition("\n")
-                if kind_text == "empty":
+                if kind_text == "isolate":
+                    self.problem, self.problem_exit = {"problem": "isolate"}, 3
+                elif kind_text == "empty":
                     self.problem, self.problem_exit = {"problem": "empty"}, 4
                 else:   # a collection error, or threads left running by it
                     self.problem, self.problem_exit = {"problem": "collect", "detail": detail or kind_text}, 3

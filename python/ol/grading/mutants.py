@@ -84,8 +84,7 @@ def generate_mutants(reference_source: str, filename: str = "reference.py", cach
     the source, the mutmut and libcst versions, and this file's own code, so
     the slow part runs once per reference edit.
     """
-    key = hashlib.sha256(f"{_generator_fingerprint()}\n{reference_source}".encode()).hexdigest()[:24]
-    cache_file = (cache_dir or _default_cache_dir()) / f"mutants-{key}.json"
+    cache_file = cache_path(reference_source, cache_dir)
     try:
         return [Mutant(**entry) for entry in json.loads(cache_file.read_text())]
     except (OSError, ValueError, TypeError):
@@ -99,6 +98,12 @@ def generate_mutants(reference_source: str, filename: str = "reference.py", cach
     except OSError:
         pass  # a read-only home only costs time
     return mutants
+
+
+def cache_path(reference_source: str, cache_dir: Path | None = None) -> Path:
+    """Where the mutants of this reference text are cached."""
+    key = hashlib.sha256(f"{_generator_fingerprint()}\n{reference_source}".encode()).hexdigest()[:24]
+    return (cache_dir or _default_cache_dir()) / f"mutants-{key}.json"
 
 
 def _generator_fingerprint() -> str:

@@ -31,6 +31,7 @@ import functools
 import inspect
 import socket
 import sys
+import weakref
 from types import ModuleType
 
 import numpy as np
@@ -39,6 +40,12 @@ from ol.grading.wire import Decoder, Encoder, PeerGone, WireError, recv_message,
 
 _channel: socket.socket | None = None
 _proxy_module: ModuleType | None = None
+called_unconnected = False   # the suite called the code under test while no run was connected
+# Arrays the tests passed that the code under test kept hold of: (weak
+# reference to the caller's array or Tensor, its number over there, its data
+# as last sent).  Before each request, changes the caller made are sent along,
+# so the kept copy over there behaves as the caller's own array would.
+_kept: list[tuple[weakref.ref, int, np.ndarray]] = []
 
 
 class ImplementationGone(RuntimeError):
@@ -49,6 +56,7 @@ def connect(sock: socket.socket | None) -> None:
     """From now on, every proxy talks to the implementation at the other end of sock."""
     global _channel
     _channel = sock
+    _kept.clear()
 
 
 # ---- requests ------------------------------------------------------------------------
@@ -57,11 +65,16 @@ def connect(sock: socket.socket | None) -> None:
 def request(header: dict, encoder: Encoder | None = None):
     """Send one request and return its decoded value, raising what the code
     under test raised."""
+    global called_unconnected
     if _channel is None:
+        called_unconnected = True
         raise ImplementationGone(
             "the code under test can be called only inside a test function, not while your test files are "
             "being imported (module level, decorators, parametrize lists): move the call into the test")
     encoder = encoder or _ArgumentEncoder()
+    syncs = _changes_to_kept(encoder)
+    if syncs:
+        header = dict(header, sync=syncs)
     try:
         send_message(_channel, header, encoder.buffers)
         reply, buffers = recv_message(_channel)
@@ -73,7 +86,30 @@ def request(header: dict, encoder: Encoder | None = None):
     value = decoder.decode_top(reply.get("value"))
     for number, data in reply.get("mirror", []):
         _mirror(getattr(encoder, "inputs", []), number, decoder.decode_top(data))
+    inputs = getattr(encoder, "inputs", [])
+    for number, kept in reply.get("kept", []):
+        if isinstance(number, int) and 0 <= number < len(inputs):
+            _kept.append((weakref.ref(inputs[number]), kept, np.array(_data_of(inputs[number]), copy=True)))
     return value
+
+
+def _data_of(value) -> np.ndarray:
+    tensor_class = _tensor_class()
+    return np.asarray(value.data) if tensor_class is not None and isinstance(value, tensor_class) else value
+
+
+def _changes_to_kept(encoder: Encoder) -> list:
+    """[[kept number, data], ...] for the kept arrays the caller changed since."""
+    syncs = []
+    for index, (ref, number, sent) in enumerate(_kept):
+        value = ref()
+        if value is None:
+            continue
+        now = _data_of(value)
+        if now.shape != sent.shape or not np.array_equal(now, sent, equal_nan=now.dtype.kind in "fc"):
+            syncs.append([number, {"array": encoder.array(np.array(now))}])
+            _kept[index] = (ref, number, np.array(now, copy=True))
+    return syncs
 
 
 def call(ref: dict, args: tuple, kwargs: dict):

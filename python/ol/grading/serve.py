@@ -32,6 +32,7 @@ import dataclasses
 import socket
 import sys
 import traceback
+import weakref
 from types import ModuleType
 
 import numpy as np
@@ -95,56 +96,83 @@ class _Server:
         self.handles: dict[int, int] = {}      # id(object) -> handle
         self.calls: dict[int, tuple] = {}      # call id -> (function, raw header, raw buffers)
         self.next_call = 0
+        self.kept: dict[int, np.ndarray] = {}  # arrays the tests passed in that the code under test holds
 
     def handle(self, header: dict, buffers: list[bytearray]) -> tuple[dict, list]:
-        pristine = buffers  # decoding copies: the buffers stay as they arrived
+        """One request: its reply and the reply's buffers.  Arrays the tests
+        passed earlier and the code under test kept are brought up to date
+        first ("sync"); arrays passed now that it keeps are named in the
+        reply ("kept"), so the tests can send their later changes."""
         decoder = _ArgumentDecoder(self, buffers)
         try:
-            op = header.get("op")
-            if op == "call":
-                function = self.resolve(header.get("fn"))
-                args = decoder.decode_top(header.get("args", {"tuple": []}))
-                kwargs = decoder.decode_top(header.get("kwargs", {"dict": []}))
-                if not isinstance(args, tuple) or not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
-                    raise WireError("malformed call")
-                value = function(*args, **kwargs)
-                call = self.next_call
-                self.next_call += 1
-                reply = self._reply(value, call, decoder, pristine)
-                if self._differentiable:  # a Tensor that needs grad went back: keep what replays it
-                    self.calls[call] = (function, header, pristine)
-                    self.calls.pop(call - MAX_RECORDED_CALLS, None)
-                return reply
-            if op == "vjp":
-                return self._reply(self.vjp(header, buffers), None, decoder, pristine)
-            target = self.resolve(header.get("of"))
-            if op == "getattr":
-                name = self.public(header.get("name"))
-                try:
-                    return self._reply(getattr(target, name), None, decoder, pristine)
-                except WireError:
-                    raise Refused(f"{name!r} cannot be reached from the tests: it is neither data nor a function "
-                                  "or class of the code under test") from None
-            if op == "setattr":
-                value = decoder.decode_top(header.get("value"))
-                setattr(target, self.public(header.get("name")), value)
-                return self._reply(None, None, decoder, pristine)
-            if op == "delattr":
-                delattr(target, self.public(header.get("name")))
-                return self._reply(None, None, decoder, pristine)
-            if op == "repr":
-                return self._reply(repr(target), None, decoder, pristine)
-            if op == "str":
-                return self._reply(str(target), None, decoder, pristine)
-            if op == "eq":
-                return self._reply(bool(target == decoder.decode_top(header.get("other"))), None, decoder, pristine)
-            if op == "hash":
-                return self._reply(hash(target), None, decoder, pristine)
-            raise WireError(f"unknown request {op!r}")
+            self._sync(header.get("sync", []), buffers)
+            reply, out = self._answer(header, buffers, decoder)
         except BaseException as error:  # everything the code under test raises goes back to the tests
-            if isinstance(error, (KeyboardInterrupt,)):
+            if isinstance(error, KeyboardInterrupt):
                 raise
             return {"error": describe_exception(error, self.tracebacks and not isinstance(error, (WireError, Refused)))}, []
+        kept = decoder.still_held()
+        if kept:
+            reply["kept"] = [[number, self._keep(array)] for number, array in kept]
+        return reply, out
+
+    def _answer(self, header: dict, buffers: list[bytearray], decoder) -> tuple[dict, list]:
+        op = header.get("op")
+        if op == "call":
+            function = self.resolve(header.get("fn"))
+            args = decoder.decode_top(header.get("args", {"tuple": []}))
+            kwargs = decoder.decode_top(header.get("kwargs", {"dict": []}))
+            if not isinstance(args, tuple) or not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+                raise WireError("malformed call")
+            value = function(*args, **kwargs)
+            call = self.next_call
+            self.next_call += 1
+            reply = self._reply(value, call, decoder, buffers)
+            if self._differentiable:  # a Tensor that needs grad went back: keep what replays it
+                self.calls[call] = (function, header, buffers)   # decoding copied: these are as they arrived
+                self.calls.pop(call - MAX_RECORDED_CALLS, None)
+            return reply
+        if op == "vjp":
+            return self._reply(self.vjp(header, buffers), None, decoder, buffers)
+        target = self.resolve(header.get("of"))
+        if op == "getattr":
+            name = self.public(header.get("name"))
+            try:
+                return self._reply(getattr(target, name), None, decoder, buffers)
+            except WireError:
+                raise Refused(f"{name!r} cannot be reached from the tests: it is neither data nor a function "
+                              "or class of the code under test") from None
+        if op == "setattr":
+            setattr(target, self.public(header.get("name")), decoder.decode_top(header.get("value")))
+            return self._reply(None, None, decoder, buffers)
+        if op == "delattr":
+            delattr(target, self.public(header.get("name")))
+            return self._reply(None, None, decoder, buffers)
+        if op in ("repr", "str"):
+            return self._reply((repr if op == "repr" else str)(target), None, decoder, buffers)
+        if op == "eq":
+            return self._reply(bool(target == decoder.decode_top(header.get("other"))), None, decoder, buffers)
+        if op == "hash":
+            return self._reply(hash(target), None, decoder, buffers)
+        raise WireError(f"unknown request {op!r}")
+
+    def _keep(self, array: np.ndarray) -> int:
+        """A number for an input array the code under test kept hold of."""
+        for number, held in self.kept.items():
+            if held is array:
+                return number
+        number = len(self.kept)
+        self.kept[number] = array
+        return number
+
+    def _sync(self, syncs: list, buffers: list[bytearray]) -> None:
+        """Write the tests' later changes into arrays the code under test kept."""
+        for number, body in syncs:
+            target = self.kept.get(number)
+            new = Decoder(buffers).decode_top(body)
+            if isinstance(target, np.ndarray) and isinstance(new, np.ndarray) and target.shape == new.shape:
+                if target.flags.writeable:
+                    target[...] = new
 
     # ---- what the tests may name -------------------------------------------------------
 
@@ -280,9 +308,11 @@ class _ArgumentDecoder(Decoder):
         self.inputs: list = []      # arrays and Tensors, in decoding order
         self.before: list = []      # their data as it arrived
         self.tensors: list = []
+        self.watched: list = []     # (input number, weak reference to its array)
 
     def array(self, body):
         array = super().array(body)
+        self.watched.append((len(self.inputs), weakref.ref(array)))
         self.inputs.append(array)
         self.before.append(array.copy())
         return array
@@ -294,6 +324,7 @@ class _ArgumentDecoder(Decoder):
                 raise WireError("a Tensor was passed, but the code under test has no tinyllm.autograd.tensor")
             data = Decoder.array(self, body["data"])
             tensor = tensor_class(data, requires_grad=bool(body.get("requires_grad")))
+            self.watched.append((len(self.inputs), weakref.ref(data)))
             self.tensors.append(tensor)
             self.inputs.append(tensor)
             self.before.append((data, data.copy()))
@@ -301,6 +332,12 @@ class _ArgumentDecoder(Decoder):
         if tag == "remote":
             return self.server.resolve({"handle": body.get("handle")})
         return NotImplemented
+
+    def still_held(self) -> list[tuple[int, np.ndarray]]:
+        """(input number, array) of each input array that lives on once the
+        request is answered: the code under test kept it (or a view of it)."""
+        self.inputs, self.before, self.tensors = [], [], []
+        return [(number, array) for number, ref in self.watched if (array := ref()) is not None]
 
     def changed_inputs(self, encoder: Encoder) -> list:
         """[[input number, new data], ...] for every input written to."""

@@ -15,6 +15,7 @@ build data (`encode_value` / `decode_value`):
     list                            a JSON list
     tuple, dict, complex, bytes     {"tuple": [...]}, {"dict": [[k, v], ...]}, {"complex": [re, im]}, {"bytes": i}
     numpy array                     {"array": {"dtype": "<f4", "shape": [2, 3], "buffer": i}}
+                                    (and "readonly": true for an array that is)
     numpy scalar                    {"scalar": {"dtype": "<f4", "buffer": i}}
     numpy dtype, numpy scalar type  {"dtype": "<f4"}, {"type": "float32"}
     slice, Ellipsis                 {"slice": [start, stop, step]}, {"ellipsis": null}
@@ -173,7 +174,10 @@ class Encoder:
         """The body of an array: dtype, shape and the index of its bytes."""
         _check_dtype(array.dtype)
         data = np.ascontiguousarray(array)
-        return {"dtype": data.dtype.str, "shape": list(data.shape), "buffer": self.buffer(data.tobytes())}
+        body = {"dtype": data.dtype.str, "shape": list(data.shape), "buffer": self.buffer(data.tobytes())}
+        if not array.flags.writeable:
+            body["readonly"] = True
+        return body
 
 
 class Decoder:
@@ -233,7 +237,10 @@ class Decoder:
         data = self.buffer(body["buffer"])
         if any(n < 0 for n in shape) or int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != len(data):
             raise WireError(f"malformed array: shape {shape} of {dtype} does not fit {len(data)} bytes")
-        return np.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
+        array = np.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
+        if body.get("readonly"):
+            array.flags.writeable = False   # as it was where it came from
+        return array
 
     def decode_top(self, value):
         """decode(value), with any malformed input reported as WireError."""

@@ -376,7 +376,10 @@ class TestsRole(Role):
             from ol.grading.collector import serve_collected
 
             def collect():
-                return _collect(self.session, folder, _Report(REPORT_FD))
+                collected = _collect(self.session, folder, _Report(REPORT_FD))
+                if proxy.called_unconnected:   # module-level calls need a variant: collect in every run
+                    return EXIT_COLLECT, {"problem": "isolate"}
+                return collected
 
             def run_items(items, order, run_all):
                 proxy.connect(socket.socket(fileno=CHANNEL_FD))
@@ -386,7 +389,8 @@ class TestsRole(Role):
 
             return serve_collected(channel.detach(), collect, run_items, self.limits)
         report = _Report(REPORT_FD)
-        collected = _collect(self.session, folder, report)   # the code under test is not reachable yet
+        proxy.connect(channel)   # a call at import time reaches this run's own variant
+        collected = _collect(self.session, folder, report)
         if isinstance(collected[0], int):
             report.send(**collected[1])
             return collected[0]
@@ -395,7 +399,6 @@ class TestsRole(Role):
             report.send(collected=ids)
         rank = {test: n for n, test in enumerate(request.get("order", []))}
         items.sort(key=lambda item: rank.get(item.nodeid, len(rank)))
-        proxy.connect(channel)
         return _run_items(items, bool(request.get("all")), report)
 
 

@@ -1,0 +1,72 @@
+"""`ol grade --ray ADDRESS`: each submission a task on an existing Ray cluster.
+
+Ray (the `cluster` extra, pinned) does the scheduling; this file only says
+what one task is.  The kit travels in the job's runtime environment: a clean
+copy of the kit (no student's work) and the module's mutant cache as the
+working_dir, and the `ol` package as a py_module.  A task runs the very
+function the local grader runs (ol.grade.one.grade_one) in a private folder
+of the worker, so a grade is the same on Ray as on this machine.  The
+workers need the same Python packages as this machine (numpy, pytest,
+hypothesis, mutmut) and bubblewrap.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from ol.errors import OlError
+
+KIT, CACHE = "kit", "mutant-cache"
+
+
+class RayUnavailable(OlError):
+    """Ray is not installed, or the cluster cannot be reached."""
+
+
+def grade_task(module_id: str, student: str, files: dict[str, bytes], workers: int, time_limit: float,
+               confined: bool) -> dict:
+    """One submission, on a Ray worker whose working directory holds the kit."""
+    from ol.grade.one import grade_one
+
+    here = Path.cwd()
+    with tempfile.TemporaryDirectory(prefix="ol-grade-") as scratch:
+        record = grade_one(here / KIT, module_id, files, workdir=Path(scratch) / "work", workers=workers,
+                           time_limit=time_limit, mutant_cache=sorted((here / CACHE).glob("mutants-*.json")),
+                           confined=confined)
+    record["student"] = student
+    return record
+
+
+def grade_on_ray(address: str, staging: Path, ol_package: Path, module_id: str, jobs: list[tuple[str, dict]], *,
+                 workers: int, time_limit: float, confined: bool,
+                 on_done: Callable[[dict], None]) -> None:
+    """Run every (student, files) job as a task; call on_done(record) as each ends.
+
+    staging holds KIT and CACHE: it becomes the job's working_dir."""
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailable("--ray needs Ray: python -m pip install -e '.[cluster]' (ray==2.60.0)") from None
+    try:
+        ray.init(address=address, runtime_env={"working_dir": str(staging), "py_modules": [str(ol_package)]},
+                 log_to_driver=False, logging_level="ERROR")
+    except Exception as error:  # noqa: BLE001 (Ray raises many kinds: connection, auth, version)
+        raise RayUnavailable(f"cannot join the Ray cluster at {address!r}: {error}") from None
+    try:
+        task = ray.remote(num_cpus=workers, max_retries=0)(grade_task)
+        pending = {task.remote(module_id, student, files, workers, time_limit, confined): student
+                   for student, files in jobs}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                student = pending.pop(ref)
+                try:
+                    record = ray.get(ref)
+                except Exception as error:  # noqa: BLE001 (the task's failure is this student's row)
+                    record = {"student": student, "passed": False, "score": None,
+                              "error": f"the Ray task failed: {type(error).__name__}: {str(error)[-1000:]}"}
+                on_done(record)
+    finally:
+        ray.shutdown()

@@ -1,0 +1,57 @@
+"""The kit: the files of the course an instructor grades with, without any
+student's work.
+
+    files = kit_files(root)       # paths relative to root
+    copy_kit(root, dest)          # a private copy, e.g. per submission
+
+In a git checkout the kit is what git tracks, plus course files not yet
+committed, minus any untracked file under python/ (a student's own work in the
+instructor's checkout).  Outside git (an unpacked Gradescope bundle) it is
+every file but caches and state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from pathlib import Path
+
+IGNORED_PARTS = {".git", ".ol", "__pycache__", ".pytest_cache", ".hypothesis", "build", ".benchmarks"}
+
+
+def kit_files(root: Path) -> list[str]:
+    root = Path(root)
+    if (root / ".git").exists():
+        try:
+            def listed(*options):
+                out = subprocess.run(["git", "ls-files", "-z", *options], cwd=root, check=True,
+                                     capture_output=True).stdout.decode()
+                return [name for name in out.split("\0") if name]
+
+            tracked = listed("--cached")
+            untracked = [n for n in listed("--others", "--exclude-standard") if not n.startswith("python/")]
+            return sorted(n for n in set(tracked + untracked) if (root / n).is_file())
+        except (OSError, subprocess.CalledProcessError):
+            pass
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                  if p.is_file() and not IGNORED_PARTS.intersection(p.relative_to(root).parts)
+                  and not p.name.endswith((".pyc", ".egg-info")))
+
+
+def copy_kit(root: Path, dest: Path, files: list[str] | None = None) -> Path:
+    """Copy the kit's files into dest (which must not exist yet)."""
+    root, dest = Path(root), Path(dest)
+    for name in files if files is not None else kit_files(root):
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / name, target)
+    return dest
+
+
+def kit_digest(root: Path) -> str:
+    """sha256 over every kit file (path and bytes): what a grade depends on."""
+    h = hashlib.sha256()
+    for name in kit_files(root):
+        h.update(name.encode() + b"\0" + hashlib.sha256((Path(root) / name).read_bytes()).digest())
+    return h.hexdigest()

@@ -1,0 +1,81 @@
+"""Grade one submission: a private copy of the kit, the student's files in it,
+`ol check MODULE --ref-deps --isolated --json` run there.
+
+    record = grade_one(kit, "L7.3", submission.files, workdir=Path(...))
+
+The copy has its own mutant cache (seeded with the given cache files, which
+the submission cannot touch: the set depends only on the kit) and its own
+temporary folder; the check confines every run of the student's code, and is
+told to refuse to run unconfined.  Nothing of one submission can reach
+another's copy or the instructor's checkout.  The same function runs on this
+machine and as a Ray task (ol.grade.cluster), so a grade is the same on both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ol.grade.kit import copy_kit
+
+SUBMISSION_TIMEOUT = 1200.0   # seconds for one whole check; a check stops its own runs far earlier
+
+
+def grade_one(kit: Path, module_id: str, files: dict[str, bytes], *, workdir: Path, workers: int = 2,
+              time_limit: float = 60.0, mutant_cache: list[Path] = (), confined: bool = True,
+              timeout: float = SUBMISSION_TIMEOUT) -> dict:
+    """The check's --json result, plus "seconds" and "error" (null when graded)."""
+    started = time.monotonic()
+    workdir = Path(workdir)
+    copy, home, tmp = workdir / "kit", workdir / "home", workdir / "tmp"
+    try:
+        copy_kit(Path(kit), copy)
+        for path, data in files.items():
+            target = copy / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        for folder in (home, tmp, home / ".cache" / "tinyllm-ol"):
+            folder.mkdir(parents=True, exist_ok=True)
+        for cached in mutant_cache or ():   # the module's mutant set, built once for the class
+            if Path(cached).is_file():
+                shutil.copy2(cached, home / ".cache" / "tinyllm-ol" / Path(cached).name)
+        command = [sys.executable, str(copy / "ol"), "check", module_id, "--ref-deps", "--isolated", "--json",
+                   "--jobs", str(workers), "--time-limit", str(time_limit)]
+        if confined:
+            command.append("--require-confinement")
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "OL_"))}
+        env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), TMPDIR=str(tmp))
+        try:
+            done = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout,
+                                  start_new_session=True)
+        except subprocess.TimeoutExpired:
+            return _error(started, f"grading took longer than {timeout:.0f} s and was stopped")
+        record = _parse(done)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    record["seconds"] = round(time.monotonic() - started, 2)
+    return record
+
+
+def _parse(done: subprocess.CompletedProcess) -> dict:
+    """`ol check --json` prints one JSON object, even when it cannot grade."""
+    try:
+        record = json.loads(done.stdout)
+        if not isinstance(record, dict):
+            raise ValueError("not an object")
+    except ValueError:
+        why = (done.stderr.strip() or done.stdout.strip())[-2000:]
+        return {"passed": False, "score": None, "error": f"ol check exited {done.returncode}: {why}"}
+    record.setdefault("error", None)
+    if done.returncode not in (0, 1) and not record.get("error"):
+        record["error"] = f"ol check exited {done.returncode}: {done.stderr.strip()[-2000:]}"
+    return record
+
+
+def _error(started: float, message: str) -> dict:
+    return {"passed": False, "score": None, "error": message, "seconds": round(time.monotonic() - started, 2)}
