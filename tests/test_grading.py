@@ -122,7 +122,7 @@ def test_a_variant_that_hangs_or_kills_its_process_counts_as_caught(tmp_path):
                               "    import os\n    os._exit(3)\n    positions = _positions_as_float32(positions)", 1)
     assert spins != reference and exits != reference
     session = GradingSession(ROOT, "L7.3")
-    with session.engine({"student": suite}) as engine:
+    with session.engine({"student": suite}, course=False) as engine:
         grader = Grader(session, engine, time_limit=20)
         assert [v.status for v in grader.correct_implementations()] == [PASSED, PASSED]
         grader.reference_seconds = 0.0   # so the variants get 2 s
@@ -159,7 +159,7 @@ def test_runs_cannot_reach_the_repository_nor_start_what_outlives_them(tmp_path)
     """)
     session = GradingSession(ROOT, "L7.3")   # straight to the runs: the static check would refuse os
     for sharing in ("shared", "isolated"):
-        with session.engine({"student": suite}, sharing=sharing) as engine:
+        with session.engine({"student": suite}, course=False, sharing=sharing) as engine:
             verdicts = Grader(session, engine, time_limit=20).correct_implementations()
         assert [(v.status, v.failed) for v in verdicts] == [(PASSED, ())] * 2, (sharing, verdicts)
         assert target.read_bytes() == before
@@ -264,7 +264,7 @@ def test_the_shared_check_gives_the_verdicts_of_isolated_runs(module_id, suite):
     variants = session.pitfall_variants() + chosen
     verdicts = {}
     for sharing in ("shared", "isolated"):
-        with session.engine({"student": SUITES / suite}, sharing=sharing) as engine:
+        with session.engine({"student": SUITES / suite}, course=False, sharing=sharing) as engine:
             grader = Grader(session, engine, time_limit=30)
             grader.correct_implementations()
             verdicts[sharing] = grader.variants(variants, repeats=False)

@@ -44,7 +44,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="submissions graded side by side on this machine (default: the cores divided by "
                              "each check's --workers)")
     parser.add_argument("--workers", type=_positive_int, default=None, metavar="W",
-                        help=f"runs side by side within one check (default: the cores divided by --jobs; {cores} here)")
+                        help="runs side by side within one check (default: one more than the cores divided by "
+                             "--jobs, as ol check does)")
     parser.add_argument("--ray", metavar="ADDRESS", default=None,
                         help="grade each submission as a task on an existing Ray cluster ('auto', or host:port)")
     parser.add_argument("--time-limit", type=_time_limit, default=60.0, metavar="SECONDS",
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace, ctx) -> int:
     out.mkdir(parents=True, exist_ok=True)
     cores = os.cpu_count() or 1
     jobs = args.jobs or max(1, cores // (args.workers or cores))
-    workers = args.workers or max(1, cores // jobs)
+    workers = args.workers or max(1, cores // jobs) + 1
 
     session = GradingSession(ctx.root, module.id)   # builds the mutant cache once; each copy starts from it
     cache = [cache_path(session.reference.source)]

@@ -68,6 +68,8 @@ class CheckResult:
     confinement: str = ""  # "confined" or "unconfined" (ol.grading.confine)
     course_tests: dict[str, int] = field(default_factory=dict)   # {"passed": n, "total": n}
     killed_by: dict[str, str] = field(default_factory=dict)      # variant id -> first test that failed on it
+    mutants: list[dict] = field(default_factory=list)            # every counted mutant: id, function, line,
+                                                                 # killed, killed_by (a test id or null), diff
 
 
 def check_module(
@@ -119,7 +121,7 @@ def check_module(
                                    {v.origin: v.source for v in (session.reference, *session.alternates)})
 
     try:
-        with session.engine({"student": tests}, workers=workers, mode=result.confinement,
+        with session.engine({"student": tests}, course=course_tests, workers=workers, mode=result.confinement,
                             start_method=start_method, sharing=sharing) as engine:
             grader = Grader(session, engine, time_limit=time_limit, on_event=on_event)
             if course_tests:
@@ -152,6 +154,8 @@ def check_module(
     result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(v and v.killed)) for p, v in pitfalls]
     result.survivors = [Survivor(m.id, m.function, m.diff) for m, v in mutants if not (v and v.killed)]
     result.killed_by = {key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed}
+    result.mutants = [{"id": m.id, "function": m.function, "line": m.line, "killed": bool(v and v.killed),
+                       "killed_by": result.killed_by.get(m.id), "diff": m.diff} for m, v in mutants]
     result.counted = len(pitfalls) + len(mutants)
     result.killed = sum(o.killed for o in result.pitfalls) + sum(bool(v and v.killed) for _, v in mutants)
     result.score = result.killed / result.counted if result.counted else 1.0
@@ -227,7 +231,7 @@ def equivalent_verdicts(root: Path, module_id: str, *, tests: Path, workers: int
     if not equivalents:
         return []
     try:
-        with session.engine({"student": Path(tests)}, workers=workers) as engine:
+        with session.engine({"student": Path(tests)}, course=False, workers=workers) as engine:
             grader = Grader(session, engine, time_limit=time_limit)
             grader.correct_implementations()
             verdicts = grader.variants(equivalents, repeats=False)

@@ -34,6 +34,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time-limit", type=_time_limit, default=60.0, metavar="SECONDS",
                         help="longest the course tests, or your suite on a correct implementation, may take "
                              f"(default 60, at most {MAX_TIME_LIMIT:.0f})")
+    parser.add_argument("--max-survivors", type=_positive_int, default=3, metavar="N",
+                        help="surviving mutants shown with their diff, per function (default 3)")
+    parser.add_argument("--all", action="store_true", help="show every surviving mutant's diff")
     parser.add_argument("--require-confinement", action="store_true",
                         help="refuse to run unless every run can be confined (the instructor's side uses this)")
     parser.add_argument("--isolated", action="store_true",
@@ -74,7 +77,8 @@ def run(args: argparse.Namespace, ctx) -> int:
         else:
             print(f"ol check: {error}", file=ctx.err)
         return ERROR if error.exit_code == 2 else NOT_PASSED
-    print(to_json(result) if args.json else to_text(result), file=ctx.out, end="" if not args.json else "\n")
+    text = to_json(result) if args.json else to_text(result, None if args.all else args.max_survivors)
+    print(text, file=ctx.out, end="" if not args.json else "\n")
     if result.passed and args.tests is None:   # shown first: a state file that cannot be written loses nothing
         ctx.store.record(module, CHECKED, ref_deps=args.ref_deps)
     return OK if result.passed else NOT_PASSED

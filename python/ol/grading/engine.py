@@ -222,15 +222,17 @@ class Engine:
             outcomes = engine.run([Run(0, {...}, {...}, 30.0), ...])
     """
 
-    def __init__(self, tests: Setup, impl: Setup, *, mode: str, hidden: Path, workers: int = 2,
-                 start_method: str = "fork", sharing: str = "isolated"):
+    def __init__(self, tests: Setup | None, impl: Setup, *, mode: str, hidden: Path, workers: int = 2,
+                 start_method: str = "fork", sharing: str = "isolated", course: Setup | None = None):
         if start_method not in ("fork", "spawn"):
             raise ValueError(f"start_method must be 'fork' or 'spawn', got {start_method!r}")
         if sharing not in ("isolated", "shared") or (sharing == "shared" and (start_method != "fork" or mode != confine.CONFINED)):
             raise ValueError(f"sharing must be 'isolated', or 'shared' with the fork start method, confined; got {sharing!r}")
         self.sharing = sharing
         self.link: _CollectorLink | None = None
-        self.tests_setup, self.impl_setup = tests, impl
+        # tests: the student's suites; course: the course tests (their own sandbox, since it may
+        # hold what a student's suite must never see: the reference, for diagnosing failures)
+        self.setups = {role: setup for role, setup in (("tests", tests), ("impl", impl), ("course", course)) if setup}
         self.mode, self.workers, self.start_method = mode, max(1, workers), start_method
         self.hidden = Path(hidden)   # the repository: never visible in a sandbox
         self.kit = None              # unconfined: a private folder of the host for the kits
@@ -242,7 +244,7 @@ class Engine:
             self.kit = make_scratch()
         if self.start_method == "fork":
             try:
-                for role, setup in (("tests", self.tests_setup), ("impl", self.impl_setup)):
+                for role, setup in self.setups.items():
                     self.sandboxes[role] = _Sandbox(setup, self.mode, self.hidden)
                 for role, sandbox in self.sandboxes.items():
                     sandbox.send_setup(self._kit_for(role))
@@ -288,29 +290,29 @@ class Engine:
         active: dict[int, _Active] = {}
         free_slots = list(range(self.workers))
         outcomes: dict[int, Outcome] = {}
-        tests, impl = self.sandboxes["tests"], self.sandboxes["impl"]
+        impl = self.sandboxes["impl"]
         while pending or active:
             while pending and free_slots:
                 run = pending.pop(0)
                 slot = free_slots.pop(0)
-                active[run.id] = self._start(run, slot, tests, impl)
+                active[run.id] = self._start(run, slot, impl)
             now = time.monotonic()
             wait = min(a.wake_at() for a in active.values()) - now
-            watched = [tests.control, impl.control, tests.process.stderr, impl.process.stderr]
+            watched = [stream for sandbox in self.sandboxes.values() for stream in (sandbox.control, sandbox.process.stderr)]
             if self.link is not None:
                 watched += self.link.watched()
             ready, _, _ = select.select(watched, [], [], max(0.0, wait))
-            for sandbox in (tests, impl):
+            for sandbox in self.sandboxes.values():
                 if sandbox.process.stderr in ready:
                     sandbox.drain_stderr()
                 if sandbox.control in ready:
                     message = sandbox.receive()
-                    if self.link is not None and message.get("id") == self.link.run_id:
+                    if self.link is not None and message.get("id") == self.link.run_id and sandbox is not impl:
                         if self.link.problem is None:   # it ended while it still had runs to serve
                             raise EngineFault(self.link.ended(message))
                         continue
                     if message.get("event") == "done" and message.get("id") in active:
-                        self._done(active[message["id"]], sandbox is tests, message, impl)
+                        self._done(active[message["id"]], sandbox is not impl, message, impl)
             if self.link is not None:
                 for message in self.link.read([r for r in ready if r in self.link.watched()]):
                     if message["id"] in active:
@@ -328,6 +330,7 @@ class Engine:
                 elif item.overdue(now):
                     item.expire(item.tests_side, impl)
                 elif item.lost(now):
+                    tests = item.tests_side if isinstance(item.tests_side, _Sandbox) else self.sandboxes["tests"]
                     raise EngineFault(tests.died(f"run {run_id} was killed but never reported")
                                       if item.outcome.exit is None else impl.died(f"run {run_id}'s implementation never ended"))
         return outcomes
@@ -339,8 +342,9 @@ class Engine:
             item.impl_kill_sent = True   # nothing will call it any more
             impl.kill_run(item.run.id)
 
-    def _start(self, run: Run, slot: int, tests: _Sandbox, impl: _Sandbox) -> _Active:
+    def _start(self, run: Run, slot: int, impl: _Sandbox) -> _Active:
         request = run.tests() if callable(run.tests) else run.tests
+        tests = self.sandboxes["course" if request.get("suite") == "course" and "course" in self.sandboxes else "tests"]
         ours, theirs = socket.socketpair()
         uid_slot = self.uid_slot_base + 2 * slot
         side = tests
@@ -381,9 +385,10 @@ class Engine:
                 ours, theirs = socket.socketpair()
                 uid_slot = self.uid_slot_base + 2 * slot
                 request = run.tests() if callable(run.tests) else run.tests
-                impl = _Spawned(self.impl_setup, self.mode, self.hidden, run.impl, ours, uid_slot + 1,
+                role = "course" if request.get("suite") == "course" and "course" in self.setups else "tests"
+                impl = _Spawned(self.setups["impl"], self.mode, self.hidden, run.impl, ours, uid_slot + 1,
                                 self._kit_for(f"impl-{run.id}"))
-                tests = _Spawned(self.tests_setup, self.mode, self.hidden, request, theirs, uid_slot,
+                tests = _Spawned(self.setups[role], self.mode, self.hidden, request, theirs, uid_slot,
                                  self._kit_for(f"tests-{run.id}"))
                 ours.close(), theirs.close()
                 active.append((run, tests, impl, slot))

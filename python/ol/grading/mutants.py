@@ -50,6 +50,7 @@ class Mutant:
     diff: str        # unified diff against the reference, 2 lines of context
     source: str      # the whole mutated file
     message_only: bool
+    line: int = 0    # the first line of the reference the mutation changes
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,7 @@ def _generate(source: str, filename: str) -> list[Mutant]:
             diff="\n".join(_diff_lines(source, mutated, context=2)),
             source=mutated,
             message_only=_without_raise_arguments(mutated) == reference_shape,
+            line=span.start.line,
         ))
     return mutants
 

@@ -15,8 +15,10 @@ from dataclasses import asdict
 
 from ol.grading.check import CheckResult
 
+DEFAULT_MAX_SURVIVORS = 3   # diffs shown per function; --all shows every one
 JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
-               "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by")
+               "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by",
+               "mutants")
 
 
 def to_json(result: CheckResult) -> str:
@@ -26,7 +28,7 @@ def to_json(result: CheckResult) -> str:
     return json.dumps({**{key: data[key] for key in JSON_FIELDS}, "error": None}, indent=2)
 
 
-def to_text(result: CheckResult) -> str:
+def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVORS) -> str:
     """The result as the terminal shows it."""
     lines: list[str] = []
     if result.reason is not None:
@@ -37,11 +39,15 @@ def to_text(result: CheckResult) -> str:
         return "\n".join(lines) + "\n"
 
     verdict = "PASSED" if result.passed else "NOT PASSED"
+    pitfalls_caught = sum(p.killed for p in result.pitfalls)
+    generated = result.counted - len(result.pitfalls)
+    generated_killed = result.killed - pitfalls_caught
     lines.append(
-        f"ol check {result.module}: your tests catch {result.killed} of {result.counted} faults: "
-        f"score {result.score:.2f} (threshold {result.threshold:.2f}), "
-        f"{sum(p.killed for p in result.pitfalls)} of {len(result.pitfalls)} pitfalls: {verdict}"
+        f"ol check {result.module}: {verdict}: your tests catch {result.killed}/{result.counted} faults, "
+        f"score {floored(result.score)} (to pass: {result.threshold:.2f} and every pitfall)"
     )
+    lines.append(f"  = {pitfalls_caught}/{len(result.pitfalls)} pitfalls + {generated_killed}/{generated} "
+                 "generated mutants (pitfalls count in the score like any mutant)")
     lines.append("")
     lines.append("Pitfalls (each one must be caught):")
     for pitfall in result.pitfalls:
@@ -50,11 +56,7 @@ def to_text(result: CheckResult) -> str:
         if not pitfall.killed:
             lines.append(_indent(f"symptom: {pitfall.symptom}", 12))
     if result.survivors:
-        lines.append("")
-        lines.append(f"Surviving mutants ({len(result.survivors)}): changes to the reference that none of your tests notices.")
-        for number, survivor in enumerate(result.survivors, start=1):
-            lines.append(f"  {number}. in {survivor.function}  [{survivor.id}]")
-            lines.append(_indent(survivor.diff, 7))
+        lines += [""] + _survivors(result.survivors, max_survivors)
     if not result.passed:
         lines.append("")
         missing = [p.id for p in result.pitfalls if not p.killed]
@@ -68,9 +70,39 @@ def to_text(result: CheckResult) -> str:
     lines.append("")
     lines.append(
         f"Not counted: {excluded.get('message_only', 0)} mutants that change only an error message, "
-        f"{excluded.get('equivalent', 0)} reviewed equivalent mutants.  ({result.seconds:.1f} s)"
+        f"{excluded.get('equivalent', 0)} reviewed equivalent mutants.  ({result.seconds:.1f} s, "
+        f"{result.confinement or 'confined'})"
     )
     return "\n".join(lines) + "\n"
+
+
+def floored(score: float | None) -> str:
+    """The score floored to two digits: 1.00 only when every fault is caught."""
+    if score is None:
+        return "-"
+    return f"{math.floor(score * 100 + 1e-9) / 100:.2f}"
+
+
+def _survivors(survivors: list, max_survivors: int | None) -> list[str]:
+    """Survivors grouped by the function they change, with counts; the first
+    `max_survivors` of each group with their diffs (None: all of them)."""
+    groups: dict[str, list] = {}
+    for survivor in survivors:
+        groups.setdefault(survivor.function, []).append(survivor)
+    lines = [f"Surviving mutants ({len(survivors)}): changes to the reference that none of your tests notices, "
+             "by function:"]
+    lines += [f"  {len(group):4d}  {function}" for function, group in sorted(groups.items(), key=lambda g: -len(g[1]))]
+    hidden = 0
+    for function, group in sorted(groups.items(), key=lambda g: -len(g[1])):
+        shown = group if max_survivors is None else group[:max_survivors]
+        hidden += len(group) - len(shown)
+        lines += ["", f"in {function} ({len(group)}):"]
+        for survivor in shown:
+            lines.append(f"  [{survivor.id}]")
+            lines.append(_indent(survivor.diff, 4))
+    if hidden:
+        lines += ["", f"({hidden} more not shown: ./ol check ... --all shows every one, --max-survivors N more per function)"]
+    return lines
 
 
 def _needed(result: CheckResult) -> int:

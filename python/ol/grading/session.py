@@ -146,28 +146,40 @@ class GradingSession:
                 else f"tests/{folder.name}")
 
     def tests_setup(self, suites: dict[str, Path]) -> Setup:
-        """The tests' sandbox: the course tests, fixtures and the given suites
-        (name -> folder) as files; the reference library; the proxy's contract."""
+        """The student's suites' sandbox: the given suites (name -> folder) as
+        files, the reference library, the proxy's contract.  Nothing of the
+        course's implementations or tests: a suite must bring its own oracle."""
         files: dict[str, bytes] = {"pytest.ini": b"[pytest]\n"}
-        course = self.root / self.module.course_tests
-        for support in COURSE_TESTS_SUPPORT:
-            if (self.root / support).is_file():
-                files[support] = (self.root / support).read_bytes()
-        files.update(read_folder(course, self.module.course_tests))
-        for fixture in self.module.fixtures:
-            files[fixture] = (self.root / fixture).read_bytes()
-        kit_suites = {"course": self.module.course_tests}
+        kit_suites = {}
         for name, folder in suites.items():
             where = self.suite_path(folder)
             files.update(read_folder(Path(folder), where))
             kit_suites[name] = where
-        header = {
+        return Setup("tests", self._tests_header(kit_suites), files)
+
+    def course_setup(self) -> Setup:
+        """The course tests' sandbox: the course tests with their conftest and
+        golden loader, the module's fixtures, and (for diagnosing a failure by
+        the misconception it matches) the reference and the module's mutant
+        files, at their repository paths."""
+        files: dict[str, bytes] = {"pytest.ini": b"[pytest]\n"}
+        for support in COURSE_TESTS_SUPPORT:
+            if (self.root / support).is_file():
+                files[support] = (self.root / support).read_bytes()
+        files.update(read_folder(self.root / self.module.course_tests, self.module.course_tests))
+        for fixture in self.module.fixtures:
+            files[fixture] = (self.root / fixture).read_bytes()
+        mutants = Path(self.grading.pitfalls).parent
+        files.update(read_folder(self.root / mutants, mutants.as_posix()))
+        files[self.reference.origin] = self.reference.source.encode()
+        return Setup("tests", self._tests_header({"course": self.module.course_tests}), files)
+
+    def _tests_header(self, suites: dict[str, str]) -> dict:
+        return {
             "sys_path": host_sys_path(self.root), "env": dict(SANDBOX_ENV), "modules": self.library,
             "proxy": {"module": self.target, "contract": self.contract[1], "origin": self.contract[0]},
-            "suites": kit_suites, "preload": [n for n in self.library if "." in n],
-            "pytest_args": PYTEST_ARGS,
+            "suites": suites, "preload": [n for n in self.library if "." in n], "pytest_args": PYTEST_ARGS,
         }
-        return Setup("tests", header, files)
 
     def impl_setup(self) -> Setup:
         """The implementation's sandbox: the reference library, ready to load a variant."""
@@ -175,11 +187,14 @@ class GradingSession:
                   "target": self.target, "preload": [n for n in self.library if "." in n]}
         return Setup("impl", header, {})
 
-    def engine(self, suites: dict[str, Path], *, workers: int = 2, mode: str | None = None,
+    def engine(self, suites: dict[str, Path], *, course: bool = True, workers: int = 2, mode: str | None = None,
                start_method: str = "fork", sharing: str = "isolated") -> Engine:
-        """An Engine for these suites (not started: use it in a `with`)."""
-        return Engine(self.tests_setup(suites), self.impl_setup(), mode=mode or default_mode(),
-                      hidden=self.root, workers=workers, start_method=start_method, sharing=sharing)
+        """An Engine for these suites of the student's (none: course tests
+        only), and the course tests unless course=False (not started: use it
+        in a `with`)."""
+        return Engine(self.tests_setup(suites) if suites else None, self.impl_setup(), mode=mode or default_mode(),
+                      hidden=self.root, workers=workers, start_method=start_method, sharing=sharing,
+                      course=self.course_setup() if course else None)
 
     def fingerprint(self) -> str:
         """A hash of everything that shapes this module's grade: the catalog, the
