@@ -59,7 +59,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     # ---- bound before the suite's code runs; nothing else is used afterwards -------------
     fork, waitpid, kill, exit_, getuid, getgid, getpid = os.fork, os.waitpid, os.kill, os._exit, os.getuid, os.getgid, os.getpid
     open_, read, write, close, dup, dup2, closerange = os.open, os.read, os.write, os.close, os.dup, os.dup2, os.closerange
-    make_pipe = os.pipe
+    make_pipe, set_blocking = os.pipe, os.set_blocking
     pidfd_open, wait_readable, setrlimit = os.pidfd_open, select.select, resource.setrlimit
     recvmsg, sendall = _socket.socket.recvmsg, _socket.socket.sendall
     set_signal, settrace, setprofile, listdir = _signal.signal, sys.settrace, sys.setprofile, os.listdir
@@ -121,8 +121,11 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
         ready = wait_readable([control_fd, *runs, *statuses], [], [])[0]
         for fd in ready:
             if fd in statuses:                    # the run ended: say so now; its namespaces go away after
+                try:
+                    data = read(fd, 4)
+                except BlockingIOError:           # a new pipe took the number of one closed this round
+                    continue
                 guard = statuses.pop(fd)
-                data = read(fd, 4)
                 close(fd)
                 run_id, pid, _ = runs[guard]
                 runs[guard] = (run_id, pid, -1)
@@ -142,6 +145,8 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                     code = (128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF
                     sendall(control, b"D" + to_bytes(run_id, 4, byte_order) + to_bytes(code, 4, byte_order, signed=True))
                 continue
+            if fd != control_fd:
+                continue                          # a descriptor this round already closed
             data, ancdata, _, _ = recvmsg(control, 65536, ancillary)
             if not data and not ancdata:
                 return 0                          # the observer is done
@@ -172,6 +177,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                 channel, report = fds[0], fds[1]
                 fds = fds[2:]
                 status_read, status_write = make_pipe()
+                set_blocking(status_read, False)
                 pid = fork()
                 if pid == 0:
                     # ---- one run: fresh namespaces of its own, then the suite --------------
