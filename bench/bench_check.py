@@ -18,6 +18,12 @@ copies:
               (function-level mutants only: it cannot run the others).
 Prints each round's wall times and the median ratios ol / mutmut.  The
 machine is shared: only the ratio, measured side by side, means much.
+
+Then the re-check: a suite of three files (the model answer and calibration
+suites a and c), checked once; one test appended to one file; `ol check`
+again (it keeps the kills of the two unchanged files) beside `ol check
+--fresh` (everything graded again).  Prints the median ratio re-check / cold
+(target <= 0.3).
 """
 
 from __future__ import annotations
@@ -97,6 +103,30 @@ def main() -> None:
         ratio = statistics.median(o / m for o, m in zip(times[name], times["mutmut run"]))
         target = "  (target <= 0.40)" if name == "ol check" else "  (the instructor's grade)"
         print(f"median ratio {name} / mutmut run: {ratio:.2f}{target}")
+    recheck(args.rounds, env)
+
+
+def recheck(rounds: int, env: dict) -> None:
+    """A re-check after editing one test file, beside a cold check."""
+    with tempfile.TemporaryDirectory(prefix="bench-recheck-") as tmp:
+        repo = ol_workspace(Path(tmp))
+        tests = repo / "python/tests/l7-3-rope"
+        for suite in "ac":
+            shutil.copy2(ROOT / f"tests/calibration/l7-3-suite-{suite}/test_rope_{suite}.py", tests)
+        check = [str(repo / "ol"), "check", "L7.3", "--ref-deps"]
+        edited = tests / "test_rope_c.py"
+        original = edited.read_text()
+        ratios = []
+        for number in range(1, rounds + 1):
+            edited.write_text(original)
+            timed(check, repo, env)                                   # the check before the edit
+            edited.write_text(original + f"\n\ndef test_added_{number}():\n    assert rope_cos_sin(0, [1.0])[0][0] == 1\n")
+            warm = timed(check, repo, env)
+            cold = timed(check + ["--fresh"], repo, env)
+            ratios.append(warm / cold)
+            print(f"round {number}: re-check after a one-test edit {warm:6.2f} s   cold check {cold:6.2f} s   "
+                  f"ratio {ratios[-1]:.2f}")
+    print(f"median ratio re-check / cold check: {statistics.median(ratios):.2f}  (target <= 0.30)")
 
 
 if __name__ == "__main__":

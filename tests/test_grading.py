@@ -6,6 +6,7 @@ grader itself: tests/test_trust.py."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
 import shutil
@@ -395,3 +396,42 @@ def test_a_bad_time_limit_is_a_usage_error(finished_checkout, limit):
     checkout, elsewhere = finished_checkout
     r = run_ol(checkout, "check", "L7.3", "--time-limit", limit, cwd=elsewhere)
     assert r.returncode == 2 and "--time-limit" in r.stderr and "Traceback" not in r.stderr, explain(r)
+
+
+# ---- a re-check keeps what an edit cannot change ---------------------------------------------
+
+
+def test_a_warm_recheck_grades_as_a_cold_check_over_a_sequence_of_edits(tmp_path):
+    session = GradingSession(ROOT, "L7.3")
+    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::8])
+    folder = tmp_path / "l7-3-rope"
+    folder.mkdir()
+    weak = (SUITES / "shapes-and-errors" / "test_rope_shapes.py").read_text()
+    minimal = (ROOT / "tests/calibration/l7-3-suite-c/test_rope_c.py").read_text()
+    cache = tmp_path / "verdicts.json"
+
+    def grade_both():
+        warm = check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", session=session,
+                            verdict_cache=cache)
+        cold = check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", session=session)
+        assert warm.reason is None and cold.reason is None, (warm.problems, cold.problems)
+        assert ({m["id"] for m in warm.mutants if m["killed"]} == {m["id"] for m in cold.mutants if m["killed"]})
+        assert [p.killed for p in warm.pitfalls] == [p.killed for p in cold.pitfalls]
+        assert (warm.killed, warm.score, warm.passed) == (cold.killed, cold.score, cold.passed)
+        return warm
+
+    (folder / "test_weak.py").write_text(weak)
+    (folder / "test_minimal.py").write_text(minimal)
+    assert grade_both().carried_over == 0, "nothing to keep from before the first check"
+    # the minimal file loses every test but one: its kills are graded again, the weak file's are kept
+    first_test = minimal.index("\ndef test_", minimal.index("def test_") + 1)
+    (folder / "test_minimal.py").write_text(minimal[:first_test] + "\n")
+    kept = grade_both()
+    assert kept.carried_over > 0 and kept.killed < len(session.mutants.counted) + 7
+    # the weak file changes: now the minimal file's (again whole) kills are re-graded, the weak file's too
+    (folder / "test_minimal.py").write_text(minimal)
+    (folder / "test_weak.py").write_text(weak + "\n# an edit\n")
+    grade_both()
+    # a helper beside the tests changes: nothing is kept
+    (folder / "helpers.py").write_text("SCALE = 1.0\n")
+    assert grade_both().carried_over == 0

@@ -29,7 +29,8 @@ from ol.catalog import dotted_name
 from ol.grading import confine
 from ol.grading.engine import EngineFault
 from ol.grading.session import GradingFault, GradingSession, NotGraded  # noqa: F401  (NotGraded: API)
-from ol.grading.stages import PASSED, Grader, SuiteProblem, describe
+from ol.grading.recheck import VerdictCache
+from ol.grading.stages import FAILED, PASSED, Grader, SuiteProblem, Verdict, describe
 from ol.grading.static_check import check_test_folder
 
 
@@ -70,6 +71,7 @@ class CheckResult:
     killed_by: dict[str, str] = field(default_factory=dict)      # variant id -> first test that failed on it
     mutants: list[dict] = field(default_factory=list)            # every counted mutant: id, function, line,
                                                                  # killed, killed_by (a test id or null), diff
+    carried_over: int = 0     # kills taken from the last check (their test files unchanged), not run again
 
 
 def check_module(
@@ -86,6 +88,7 @@ def check_module(
     start_method: str = "fork",
     sharing: str = "isolated",
     session: GradingSession | None = None,
+    verdict_cache: Path | None = None,
 ) -> CheckResult:
     """Grade the tests in `tests` (default: the student's folder for the module).
 
@@ -96,7 +99,9 @@ def check_module(
     UNCONFINED (default: confined when bubblewrap works here).  sharing is
     "isolated" (every run collects the suite afresh: the instructor's grade)
     or "shared" (the suite is collected once: the student's fast local
-    check); README.md here says what each guarantees.
+    check); README.md here says what each guarantees.  verdict_cache (the
+    local check only) is a file where kills are kept, so that a re-check
+    after an edit runs only what the edit can change (ol.grading.recheck).
 
     Raises GradingFault (exit 2, no score) when the grader itself fails.
     """
@@ -143,7 +148,14 @@ def check_module(
                     variant = session.reference if rejected[0].key == "reference" else next(
                         a for a in session.alternates if a.key == rejected[0].key)
                     return stop("your tests fail on a correct implementation", lines, grader.report_on(variant)[-6000:])
-                verdicts = grader.variants(session.pitfall_variants() + session.mutant_variants())
+                variants = session.pitfall_variants() + session.mutant_variants()
+                cache = VerdictCache(verdict_cache, session, tests) if verdict_cache is not None else None
+                carried = cache.carried([v.key for v in variants]) if cache is not None else {}
+                verdicts = grader.variants([v for v in variants if v.key not in carried])
+                verdicts.update({key: Verdict(key, FAILED, (test,), 0.0, "caught before, test file unchanged")
+                                 for key, test in carried.items()})
+                if cache is not None:
+                    cache.save({key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed})
             except SuiteProblem as problem:
                 return stop(problem.reason, problem.lines, problem.output)
     except EngineFault as fault:
@@ -154,6 +166,7 @@ def check_module(
     result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(v and v.killed)) for p, v in pitfalls]
     result.survivors = [Survivor(m.id, m.function, m.diff) for m, v in mutants if not (v and v.killed)]
     result.killed_by = {key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed}
+    result.carried_over = len(carried)
     result.mutants = [{"id": m.id, "function": m.function, "line": m.line, "killed": bool(v and v.killed),
                        "killed_by": result.killed_by.get(m.id), "diff": m.diff} for m, v in mutants]
     result.counted = len(pitfalls) + len(mutants)

@@ -37,6 +37,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-survivors", type=_positive_int, default=3, metavar="N",
                         help="surviving mutants shown with their diff, per function (default 3)")
     parser.add_argument("--all", action="store_true", help="show every surviving mutant's diff")
+    parser.add_argument("--fresh", action="store_true",
+                        help="grade every mutant again (by default a re-check keeps the kills of test files "
+                             "you have not changed since the last check)")
     parser.add_argument("--require-confinement", action="store_true",
                         help="refuse to run unless every run can be confined (the instructor's side uses this)")
     parser.add_argument("--isolated", action="store_true",
@@ -66,9 +69,11 @@ def run(args: argparse.Namespace, ctx) -> int:
                      "the instructor's grade is computed confined")
         progress = ProgressBar(total=0, stream=ctx.err)
         try:
+            sharing = "isolated" if args.isolated or mode != confine.CONFINED or args.require_confinement else "shared"
+            cache = None if sharing == "isolated" or args.fresh else ctx.root / ".ol" / "verdicts" / f"{module.id}.json"
             result = check_module(ctx.root, module.id, tests=args.tests, ref_deps=args.ref_deps, workers=args.jobs,
-                                  time_limit=args.time_limit, on_event=progress, mode=mode,
-                                  sharing="isolated" if args.isolated or mode != confine.CONFINED else "shared")
+                                  time_limit=args.time_limit, on_event=progress, mode=mode, sharing=sharing,
+                                  verdict_cache=cache)
         finally:
             progress.close()
     except OlError as error:

@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 
 EXIT_PASSED, EXIT_FAILED, EXIT_COLLECT, EXIT_EMPTY = 0, 1, 3, 4
+GRADING_MAX_EXAMPLES = 20   # per Hypothesis test, in every graded run
 # Imported once in the tests' warm process, so that no run pays for them.
 WARM_MODULES = ("numpy.random", "numpy.testing", "numpy.linalg", "hypothesis.strategies", "hypothesis.extra.numpy",
                 "math", "cmath", "itertools", "functools", "fractions", "decimal", "random", "collections",
@@ -552,14 +553,25 @@ def _run_report(folder: Path, report: _Report, extra: list[str], base: list[str]
 
 def _hypothesis_profile() -> None:
     """Deterministic, database-free Hypothesis with no shrinking: the same
-    examples for every variant, and a failing example stops at once."""
+    examples for every variant, and a failing example stops at once.  Every
+    test gets at most GRADING_MAX_EXAMPLES examples, whatever its own
+    settings ask: a suite heavy in Hypothesis grades about as fast as a
+    plain one of the same strength."""
     try:
         from hypothesis import Phase, settings
     except ImportError:
         return
     settings.register_profile("ol-check", derandomize=True, database=None, deadline=None, print_blob=False,
-                              phases=(Phase.explicit, Phase.generate))
+                              phases=(Phase.explicit, Phase.generate), max_examples=GRADING_MAX_EXAMPLES)
     settings.load_profile("ol-check")
+    own_init = settings.__init__
+
+    def capped(self, parent=None, **kwargs):
+        if "max_examples" in kwargs:
+            kwargs["max_examples"] = min(kwargs["max_examples"], GRADING_MAX_EXAMPLES)
+        own_init(self, parent, **kwargs)
+
+    settings.__init__ = capped
 
 
 def _warm_hypothesis() -> None:
