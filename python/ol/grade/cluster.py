@@ -55,7 +55,12 @@ def grade_on_ray(address: str, staging: Path, ol_package: Path, module_id: str, 
     except Exception as error:  # noqa: BLE001 (Ray raises many kinds: connection, auth, version)
         raise RayUnavailable(f"cannot join the Ray cluster at {address!r}: {error}") from None
     try:
-        task = ray.remote(num_cpus=workers, max_retries=0)(grade_task)
+        cpus = max(1, workers - 1)   # a check runs one more run than the cores it is given
+        largest = max((node["Resources"].get("CPU", 0) for node in ray.nodes() if node.get("Alive")), default=0)
+        if largest < cpus:
+            raise RayUnavailable(f"each submission needs {cpus} CPUs on one node (--workers {workers}), but the "
+                                 f"cluster's largest node has {largest:g}: pass --workers {int(largest) + 1} or fewer")
+        task = ray.remote(num_cpus=cpus, max_retries=0)(grade_task)
         pending = {task.remote(module_id, student, files, workers, time_limit, confined): student
                    for student, files in jobs}
         while pending:
