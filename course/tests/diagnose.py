@@ -449,7 +449,7 @@ class Expectations:
             ids = ", ".join(mistake.id for mistake, _ in variants)
             lines.append(f"None of the known mistakes of {self.mistakes.module} ({ids}) gives this result "
                          "on these inputs.")
-        if problems:
+        if problems and (lines or not quiet):
             lines.append("(The diagnosis left out: " + "; ".join(problems) + ".)")
         return "\n".join(lines)
 
