@@ -1,10 +1,10 @@
 """Kit tests of the course tests' diagnosis (course/tests/diagnose.py).
 
-- Each known mistake of L7.3 (the pitfalls and the misconceptions, among them
-  the four issue 12 asks for), planted as the student's rope.py, makes the
-  first failing course test name it, and only it: under `ol tests` (the
-  student's code in the test process) and under `ol check`'s course stage
-  (the student's code behind a proxy in another sandbox).
+- Each known mistake of L7.3 and L7.4 (the pitfalls and the misconceptions,
+  among them the four issue 12 asks for), planted as the student's file,
+  makes the first failing course test name it, and only it: under `ol tests`
+  (the student's code in the test process) and under `ol check`'s course
+  stage (the student's code behind a proxy in another sandbox).
 - Unrelated bugs planted the same way name no mistake: the message says
   where the result differs instead.
 - Broken modules under a correct rope.py are blamed on those modules.
@@ -30,8 +30,9 @@ from kit import ROOT
 from ol.grading.mutants import load_pitfalls
 from ol.runner import run_course_tests
 
-REFERENCE_ROPE = ROOT / "course/reference/python/tinyllm/modern/rope.py"
-REFERENCE_FUNCTIONAL = ROOT / "course/reference/python/tinyllm/autograd/functional.py"
+REFERENCE = ROOT / "course/reference/python"
+REFERENCE_ROPE = REFERENCE / "tinyllm/modern/rope.py"
+REFERENCE_FUNCTIONAL = REFERENCE / "tinyllm/autograd/functional.py"
 
 
 def _load_diagnose():
@@ -43,8 +44,11 @@ def _load_diagnose():
 
 
 diagnose = _load_diagnose()
-MISTAKES, PROBLEMS = diagnose.Mistakes("L7.3", "tinyllm/modern/rope.py", ()).catalog()
-BY_ID = {mistake.id: mistake for mistake in MISTAKES}
+
+# module -> the file under test, inside the reference tree
+TARGETS = {"L7.3": "tinyllm/modern/rope.py", "L7.4": "tinyllm/modern/rope_scaling.py"}
+CATALOGS = {module: diagnose.Mistakes(module, target, ()).catalog() for module, target in TARGETS.items()}
+KNOWN = {module: {mistake.id: mistake for mistake in mistakes} for module, (mistakes, _) in CATALOGS.items()}
 
 # What issue 12 asks the diagnosis to know for L7.3, beside the seven pitfalls.
 ASKED_FOR = {
@@ -56,19 +60,34 @@ ASKED_FOR = {
 
 # Bugs that are none of the known mistakes: (old text of the reference, new text).
 UNRELATED = {
-    "position-plus-one": ("    angles = positions[..., None] * inv_freq  # [..., r/2]: one float32 product, as HF computes it",
-                          "    angles = (positions[..., None] + 1) * inv_freq"),
-    "interleaved-pair-swapped": ("        a, b = rot[..., 0::2], rot[..., 1::2]",
-                                 "        a, b = rot[..., 1::2], rot[..., 0::2]"),
-    "scaling-squared": ("    return np.cos(angles) * scale, np.sin(angles) * scale",
-                        "    return np.cos(angles) * scale * scale, np.sin(angles) * scale * scale"),
+    "L7.3": {
+        "position-plus-one": (
+            "    angles = positions[..., None] * inv_freq  # [..., r/2]: one float32 product, as HF computes it",
+            "    angles = (positions[..., None] + 1) * inv_freq"),
+        "interleaved-pair-swapped": ("        a, b = rot[..., 0::2], rot[..., 1::2]",
+                                     "        a, b = rot[..., 1::2], rot[..., 0::2]"),
+        "scaling-squared": ("    return np.cos(angles) * scale, np.sin(angles) * scale",
+                            "    return np.cos(angles) * scale * scale, np.sin(angles) * scale * scale"),
+    },
+    "L7.4": {
+        "yarn-temperature-0.2": ("    return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0",
+                                 "    return 1.0 if factor <= 1 else 0.2 * mscale * math.log(factor) + 1.0"),
+        "longrope-ext-squared": ("    return _ladder(base, r) / np.asarray(ext), attention",
+                                 "    return _ladder(base, r) / np.asarray(ext) ** 2, attention"),
+        "ladder-over-r-minus-2": ("    return 1.0 / base ** (np.arange(0, r, 2) / r)",
+                                  "    return 1.0 / base ** (np.arange(0, r, 2) / (r - 2))"),
+    },
 }
 
 
-def planted(old: str, new: str) -> str:
-    reference = REFERENCE_ROPE.read_text()
+def planted(module: str, old: str, new: str) -> str:
+    reference = (REFERENCE / TARGETS[module]).read_text()
     assert reference.count(old) == 1, f"the reference no longer holds {old!r} once: update this test"
     return reference.replace(old, new)
+
+
+def dotted(module: str) -> str:
+    return TARGETS[module].removesuffix(".py").replace("/", ".")
 
 
 def failure_sections(output: str) -> dict[str, str]:
@@ -83,36 +102,45 @@ def named(section: str) -> set[str]:
 
 
 def assert_names(mistake, section: str, where: str) -> None:
+    """The section names this mistake, in its own words, and no other."""
     assert named(section) == {mistake.id}, f"{where}: should name {mistake.id} and only it:\n{section}"
     assert f"what you get by {mistake.by} ({mistake.kind} {mistake.id}); look at {mistake.look_at}." in section
 
 
-def assert_names_nothing(section: str, where: str) -> None:
+def assert_names_nothing(module: str, section: str, where: str) -> None:
+    """The section names no mistake, says so, and says what differs (for L7.3: at which position)."""
     assert not named(section), f"{where}: names a known mistake for an unrelated bug:\n{section}"
-    assert "None of the known mistakes of L7.3" in section, section
-    assert re.search(r"entries differ by more than .*\n.*The largest difference is .*position \d", section), (
-        f"says how many entries differ, and where the largest difference is:\n{section}")
+    assert f"None of the known mistakes of {module}" in section, section
+    assert re.search(r"differ by more than|a difference of", section), f"says what differs:\n{section}"
+    if module == "L7.3":
+        assert re.search(r"entries differ by more than .*\n.*The largest difference is .*position \d", section), (
+            f"says how many entries differ, and at which position the largest difference is:\n{section}")
 
 
 def test_the_catalog_holds_every_pitfall_and_what_issue_12_asks_for():
-    assert PROBLEMS == [], "every edit applies to the reference"
-    assert [m.id for m in MISTAKES if m.kind == "pitfall"] == [f"s0{i}" for i in range(1, 8)]
+    for module, (mistakes, problems) in CATALOGS.items():
+        assert problems == [], f"{module}: every edit applies to the reference"
+    assert [m for m in KNOWN["L7.3"] if m.startswith("s")] == [f"s0{i}" for i in range(1, 8)]
+    assert [m for m in KNOWN["L7.4"] if m.startswith("p")] == [f"p0{i}" for i in range(1, 9)]
+    known = KNOWN["L7.3"]
     for meaning, mistake_id in ASKED_FOR.items():
-        assert mistake_id in BY_ID, f"{meaning!r} ({mistake_id}) is not in the catalog"
-    assert "float64" in BY_ID["m01"].by and "dtype" in BY_ID["m02"].by and "x.data" in BY_ID["m03"].by
-    assert "interleaved" in BY_ID["s07"].by and "half order" in BY_ID["s07"].by
+        assert mistake_id in known, f"{meaning!r} ({mistake_id}) is not in the catalog"
+    assert "float64" in known["m01"].by and "dtype" in known["m02"].by and "x.data" in known["m03"].by
+    assert "interleaved" in known["s07"].by and "half order" in known["s07"].by
 
 
-def test_the_diagnosis_builds_each_pitfall_as_the_grader_does():
-    reference = REFERENCE_ROPE.read_text()
-    graded = load_pitfalls(ROOT / "course/mutants/L7.3/pitfalls.toml", reference, "rope.py")
-    assert {p.id: p.source for p in graded} == {m.id: m.source for m in MISTAKES if m.kind == "pitfall"}
+@pytest.mark.parametrize("module", TARGETS)
+def test_the_diagnosis_builds_each_pitfall_as_the_grader_does(module):
+    reference = (REFERENCE / TARGETS[module]).read_text()
+    graded = load_pitfalls(ROOT / f"course/mutants/{module}/pitfalls.toml", reference, TARGETS[module])
+    built = {m.id: m.source for m in KNOWN[module].values() if m.kind == "pitfall"}
+    assert {p.id: p.source for p in graded} == built
 
 
-@pytest.mark.parametrize("mistake_id", list(BY_ID))
-def test_a_planted_mistake_is_named_by_the_first_failing_course_test(mistake_id):
-    mistake = BY_ID[mistake_id]
-    run = run_course_tests(ROOT, "L7.3", ref_deps=True, sources={"tinyllm.modern.rope": mistake.source},
+@pytest.mark.parametrize("module, mistake_id", [(module, m) for module in TARGETS for m in KNOWN[module]])
+def test_a_planted_mistake_is_named_by_the_first_failing_course_test(module, mistake_id):
+    mistake = KNOWN[module][mistake_id]
+    run = run_course_tests(ROOT, module, ref_deps=True, sources={dotted(module): mistake.source},
                            pytest_args=["-x"], capture=True)
     assert run.exit_code == 1 and len(run.failed) == 1, run.output[-3000:]
     sections = failure_sections(run.output)
@@ -120,21 +148,23 @@ def test_a_planted_mistake_is_named_by_the_first_failing_course_test(mistake_id)
     assert_names(mistake, sections[run.failed[0]], run.failed[0])
 
 
-@pytest.mark.parametrize("bug", list(UNRELATED))
-def test_a_planted_unrelated_bug_names_no_mistake(bug):
-    run = run_course_tests(ROOT, "L7.3", ref_deps=True, sources={"tinyllm.modern.rope": planted(*UNRELATED[bug])},
+@pytest.mark.parametrize("module, bug", [(module, bug) for module in TARGETS for bug in UNRELATED[module]])
+def test_a_planted_unrelated_bug_names_no_mistake(module, bug):
+    run = run_course_tests(ROOT, module, ref_deps=True, sources={dotted(module): planted(module, *UNRELATED[module][bug])},
                            pytest_args=["-x"], capture=True)
     assert run.exit_code == 1 and len(run.failed) == 1, run.output[-3000:]
-    assert_names_nothing(failure_sections(run.output)[run.failed[0]], run.failed[0])
+    assert_names_nothing(module, failure_sections(run.output)[run.failed[0]], run.failed[0])
 
 
-def test_in_ol_checks_course_stage_behind_the_proxy_the_same_names_come_out():
+@pytest.mark.parametrize("module", TARGETS)
+def test_in_ol_checks_course_stage_behind_the_proxy_the_same_names_come_out(module):
     from ol.grading.session import GradingSession, Variant
     from ol.grading.stages import Grader
 
-    session = GradingSession(ROOT, "L7.3")
-    variants = [Variant(f"mistake:{m.id}", m.source, session.reference.origin) for m in MISTAKES]
-    variants += [Variant(f"unrelated:{bug}", planted(*edit), session.reference.origin) for bug, edit in UNRELATED.items()]
+    session = GradingSession(ROOT, module)
+    variants = [Variant(f"mistake:{m.id}", m.source, session.reference.origin) for m in KNOWN[module].values()]
+    variants += [Variant(f"unrelated:{bug}", planted(module, *edit), session.reference.origin)
+                 for bug, edit in UNRELATED[module].items()]
     with session.engine({}, workers=2) as engine:
         runs = Grader(session, engine, time_limit=300.0).course_tests_of(variants)
     for variant in variants:
@@ -142,9 +172,9 @@ def test_in_ol_checks_course_stage_behind_the_proxy_the_same_names_come_out():
         first = next(name.rsplit("::", 1)[-1] for name, result in run.outcomes.items() if result != "passed")
         section = failure_sections(run.output)[first]
         if variant.key.startswith("mistake:"):
-            assert_names(BY_ID[variant.key.split(":")[1]], section, f"{variant.key}, {first}")
+            assert_names(KNOWN[module][variant.key.split(":")[1]], section, f"{variant.key}, {first}")
         else:
-            assert_names_nothing(section, f"{variant.key}, {first}")
+            assert_names_nothing(module, section, f"{variant.key}, {first}")
 
 
 def test_broken_modules_under_a_correct_rope_are_blamed_on_those_modules():

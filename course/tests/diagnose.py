@@ -162,14 +162,14 @@ def outcome(scenario: Callable[[Any], Any], module) -> Any:
         return Raised(error)
 
 
-def same(a, b, atol: float) -> bool:
+def same(a, b, tolerance: Tolerance) -> bool:
     """Two outcomes agree: the same exception (type and message), or values of
-    the same structure, shape and dtype within atol (nan matching nan)."""
+    the same structure, shape and dtype within the tolerance (nan matching nan)."""
     if isinstance(a, Raised) or isinstance(b, Raised):
         return isinstance(a, Raised) and isinstance(b, Raised) and str(a) == str(b)
     if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
         return (isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b)
-                and all(same(x, y, atol) for x, y in zip(a, b)))
+                and all(same(x, y, tolerance) for x, y in zip(a, b)))
     if a is None or b is None:
         return a is None and b is None
     a, b = np.asarray(a), np.asarray(b)
@@ -177,18 +177,35 @@ def same(a, b, atol: float) -> bool:
         return False
     if a.dtype.kind not in "biufc":
         return bool(np.all(a == b))
-    return bool(np.all(_agree(a, b, atol, nan_matches=True)))
+    return bool(np.all(tolerance.agree(a, b, nan_matches=True)))
 
 
-def _agree(got: np.ndarray, want: np.ndarray, atol: float, nan_matches: bool) -> np.ndarray:
-    """Entry by entry: |got - want| <= atol, or equal (inf == inf), or (if
-    nan_matches) both nan."""
-    got64, want64 = got.astype(np.float64), want.astype(np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        ok = (np.abs(got64 - want64) <= atol) | (got64 == want64)
-    if nan_matches:
-        ok |= np.isnan(got64) & np.isnan(want64)
-    return ok
+@dataclass(frozen=True)
+class Tolerance:
+    """|got - want| <= atol + rtol |want|, entry by entry (atol may be an array
+    that broadcasts against the values)."""
+
+    atol: Any = 0.0
+    rtol: float = 0.0
+
+    def agree(self, got: np.ndarray, want: np.ndarray, nan_matches: bool) -> np.ndarray:
+        """Entry by entry: within the tolerance, or equal (inf == inf), or (if
+        nan_matches) both nan."""
+        got64, want64 = np.asarray(got, np.float64), np.asarray(want, np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            ok = (np.abs(got64 - want64) <= self.atol + self.rtol * np.abs(want64)) | (got64 == want64)
+        if nan_matches:
+            ok |= np.isnan(got64) & np.isnan(want64)
+        return ok
+
+    def __str__(self) -> str:
+        """"1e-06", "1e-06 relative", "their tolerance (2.5e-07 to 3.1e-05)"..."""
+        if np.ndim(self.atol):
+            low, high = float(np.min(self.atol)), float(np.max(self.atol))
+            return f"their tolerance ({low:.3g} to {high:.3g})"
+        parts = ([f"{self.atol:g}"] if self.atol or not self.rtol else []) + (
+            [f"{self.rtol:g} relative"] if self.rtol else [])
+        return " + ".join(parts)
 
 
 # ---- where the entries of an array sit -------------------------------------------------------------
@@ -198,7 +215,7 @@ class Where:
     """What the entries of a compared array are, so that a message can say
     where two arrays differ: by position and pair, not only by index.
 
-    Where.tables(positions)              [*P, r/2] tables: position, pair
+    Where.tables(positions)              [*P, r/2] tables: position, pair (no positions: [r/2], pairs only)
     Where.heads(positions, layout, r)    [..., head_dim] head vectors: position, pair, a or b, pass-through
     Where.items("shift", [1, 1000])      a 1-D array, one entry per labelled case
 
@@ -211,7 +228,7 @@ class Where:
         self.name, self.labels = name, list(labels)
 
     @classmethod
-    def tables(cls, positions) -> Where:
+    def tables(cls, positions=None) -> Where:
         return cls("tables", positions)
 
     @classmethod
@@ -333,12 +350,12 @@ def _subset(noun: str, chosen: np.ndarray, every: np.ndarray) -> str:
 @dataclass(frozen=True)
 class Check:
     """One comparison: scenario(module) must equal `expected` (a value, or a
-    function of the module), to within atol and with dtype `dtype` if given;
-    exactly (Python ==, np.array_equal for arrays) if `exact`."""
+    function of the module), to within the tolerance and with dtype `dtype`
+    if given; exactly (Python ==, np.array_equal for arrays) if `exact`."""
 
     scenario: Callable[[Any], Any]
     expected: Any
-    atol: float = 0.0
+    tolerance: Tolerance = Tolerance()
     dtype: Any = None
     exact: bool = False
 
@@ -348,7 +365,7 @@ class Check:
     def passes(self, got, want) -> bool:
         if isinstance(got, Raised) or isinstance(want, Raised):
             return False
-        return _equal(got, want) if self.exact else problem(got, want, self.atol, self.dtype) is None
+        return _equal(got, want) if self.exact else problem(got, want, self.tolerance, self.dtype) is None
 
 
 def _equal(a, b) -> bool:
@@ -360,8 +377,8 @@ def _equal(a, b) -> bool:
     return bool(a == b)
 
 
-def problem(got, want, atol: float, dtype=None) -> str | None:
-    """None if got equals want to within atol (and has `dtype`, if given);
+def problem(got, want, tolerance: Tolerance, dtype=None) -> str | None:
+    """None if got equals want to within the tolerance (and has `dtype`, if given);
     "values" if some entries differ by more; otherwise what else is wrong."""
     got, want = np.asarray(got), np.asarray(want)
     if dtype is not None and got.dtype != np.dtype(dtype):
@@ -370,7 +387,7 @@ def problem(got, want, atol: float, dtype=None) -> str | None:
         return f"shape {got.shape}, expected {want.shape}"
     if got.dtype.kind not in "biuf" or want.dtype.kind not in "biuf":
         return None if np.array_equal(got, want) else f"got {got!r}, expected {want!r}"
-    return None if np.all(_agree(got, want, atol, nan_matches=False)) else "values"
+    return None if np.all(tolerance.agree(got, want, nan_matches=False)) else "values"
 
 
 class Expectations:
@@ -388,13 +405,14 @@ class Expectations:
     def __repr__(self) -> str:  # pytest shows the test's arguments
         return f"<the comparisons of this test, {len(self.passed)} passed so far>"
 
-    def close(self, scenario, expected, atol: float, what: str, *, where: Where | None = None, dtype=None) -> None:
-        """scenario(student) must be within atol of expected, entry by entry
-        (and of dtype `dtype`, if given).  expected: an array, or a function of
+    def close(self, scenario, expected, atol, what: str, *, rtol: float = 0.0, where: Where | None = None,
+              dtype=None) -> None:
+        """scenario(student) must be within atol + rtol |expected| of expected,
+        entry by entry (and of dtype `dtype`, if given); atol may be an array.  expected: an array, or a function of
         the module: then the student's code computes it, and each mistake's
         code computes its own."""
         __tracebackhide__ = True
-        self._expect(Check(scenario, expected, atol, dtype), what, where)
+        self._expect(Check(scenario, expected, Tolerance(atol, rtol), dtype), what, where)
 
     def equal(self, scenario, expected, what: str) -> None:
         """scenario(student) must equal expected exactly (numbers, strings,
@@ -418,9 +436,9 @@ class Expectations:
         if check.exact:
             facts = f"got {got!r}, expected {want!r}."
         else:
-            facts = problem(got, want, check.atol, check.dtype)
+            facts = problem(got, want, check.tolerance, check.dtype)
             if facts == "values":
-                facts = _differences(np.asarray(got), np.asarray(want), check.atol, where)
+                facts = _differences(np.asarray(got), np.asarray(want), check.tolerance, where)
             else:
                 facts += "."
         pytest.fail(f"{what}: {facts}\n{self._diagnosis(check, got, want, quiet=False)}".rstrip())
@@ -463,28 +481,34 @@ class Expectations:
 
     def _same_failure(self, module, check: Check, got, want) -> bool:
         theirs = outcome(check.scenario, module)
-        if not same(got, theirs, check.atol):
+        if not same(got, theirs, check.tolerance):
             return False
         if not isinstance(got, Raised):
             their_want = outcome(check.want, module)
-            if not same(want, their_want, check.atol) or check.passes(theirs, their_want):
+            if not same(want, their_want, check.tolerance) or check.passes(theirs, their_want):
                 return False
         return all(earlier.passes(outcome(earlier.scenario, module), outcome(earlier.want, module))
                    for earlier in self.passed)
 
 
-def _differences(got: np.ndarray, want: np.ndarray, atol: float, where: Where | None) -> str:
-    """How many entries differ, where, and the largest difference with its two values."""
+def _differences(got: np.ndarray, want: np.ndarray, tolerance: Tolerance, where: Where | None) -> str:
+    """How many entries differ, where, and the largest difference (beyond its
+    tolerance) with its two values."""
     where = where or Where("indexes")
-    bad = ~_agree(got, want, atol, nan_matches=False)
+    bad = ~tolerance.agree(got, want, nan_matches=False)
     with np.errstate(invalid="ignore", over="ignore"):
         size = np.abs(got.astype(np.float64) - want.astype(np.float64))
-    ranked = np.where(np.isnan(size), np.inf, np.where(bad, size, -1.0))
+        excess = size - (tolerance.atol + tolerance.rtol * np.abs(want.astype(np.float64)))
+    ranked = np.where(np.isnan(excess), np.inf, np.where(bad, excess, -np.inf))
     worst = tuple(int(i) for i in np.unravel_index(np.argmax(ranked), bad.shape))
-    spread = where.spread(bad) if bad.ndim else ""
     largest = "nan" if np.isnan(size[worst]) else f"{size[worst]:.3g}"
+    if tolerance.rtol and want[worst] != 0 and not np.isnan(size[worst]):
+        largest += f" ({size[worst] / abs(float(want[worst])):.2g} relative)"
+    values = f"got {float(got[worst]):.7g}, expected {float(want[worst]):.7g}"
+    if bad.size == 1:
+        return f"{values}: a difference of {largest}, more than {tolerance}."
+    spread = where.spread(bad)
     return (
-        f"{int(bad.sum())} of {bad.size} {where.noun} differ by more than {atol:g}" + (f", {spread}" if spread else "")
-        + f".\nThe largest difference is {largest}, at {where.describe(worst, bad.shape)}: "
-        + f"got {float(got[worst]):.7g}, expected {float(want[worst]):.7g}."
+        f"{int(bad.sum())} of {bad.size} {where.noun} differ by more than {tolerance}" + (f", {spread}" if spread else "")
+        + f".\nThe largest difference is {largest}, at {where.describe(worst, bad.shape)}: {values}."
     )
