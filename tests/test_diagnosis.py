@@ -177,6 +177,21 @@ def test_in_ol_checks_course_stage_behind_the_proxy_the_same_names_come_out(modu
             assert_names_nothing(module, section, f"{variant.key}, {first}")
 
 
+def test_each_validation_case_says_what_it_passed_and_what_it_should_raise():
+    # rope_cos_sin without its check of attention_scaling: three cases of test_validation fail.
+    source = planted("L7.3", "    if not FLOAT32_TINY <= attention_scaling <= FLOAT32_MAX:  # also false for nan",
+                     "    if False:")
+    run = run_course_tests(ROOT, "L7.3", ref_deps=True, sources={"tinyllm.modern.rope": source},
+                           pytest_args=["-k", "test_validation"], capture=True)
+    assert run.failed == ["test_validation[zero-scaling]", "test_validation[scaling-1e39]",
+                          "test_validation[scaling-below-2**-126]"], run.output[-3000:]
+    lines = [line.removeprefix("E").strip() for line in failure_sections(run.output)["test_validation[zero-scaling]"]
+             .splitlines() if line.startswith("E ")]
+    assert lines == ["Failed: rope_cos_sin([0, 1], [1.0], attention_scaling=0.0)",
+                     "should raise ValueError, but returned (a numpy array of shape (2, 1), dtype float32, "
+                     "a numpy array of shape (2, 1), dtype float32)"], lines
+
+
 def test_broken_modules_under_a_correct_rope_are_blamed_on_those_modules():
     # The student's functional.concat halves the gradient it hands back; their rope.py is the reference's.
     old = "        return tuple(np.split(g, ends, axis=axis))"

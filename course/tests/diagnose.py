@@ -93,10 +93,10 @@ class Mistakes:
             for entry in entries:
                 try:
                     source = apply_edits(reference, entry.get("edit", []))
-                except ValueError as error:
-                    problems.append(f"{kind} {entry.get('id', '?')} in {path.relative_to(self.repo)}: {error}")
-                    continue
-                mistakes.append(Mistake(entry["id"], kind, entry["by"], entry["look_at"], source))
+                    mistakes.append(Mistake(entry["id"], kind, entry["by"], entry["look_at"], source))
+                except (ValueError, KeyError) as error:
+                    what = f"it has no {error}" if isinstance(error, KeyError) else str(error)
+                    problems.append(f"{kind} {entry.get('id', '?')} in {path.relative_to(self.repo)}: {what}")
         return mistakes, problems
 
     def loaded(self) -> tuple[SimpleNamespace, list[tuple[Mistake, SimpleNamespace]], list[str]]:
@@ -162,24 +162,6 @@ def outcome(scenario: Callable[[Any], Any], module) -> Any:
         return Raised(error)
 
 
-def same(a, b, tolerance: Tolerance) -> bool:
-    """Two outcomes agree: the same exception (type and message), or values of
-    the same structure, shape and dtype within the tolerance (nan matching nan)."""
-    if isinstance(a, Raised) or isinstance(b, Raised):
-        return isinstance(a, Raised) and isinstance(b, Raised) and str(a) == str(b)
-    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
-        return (isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b)
-                and all(same(x, y, tolerance) for x, y in zip(a, b)))
-    if a is None or b is None:
-        return a is None and b is None
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.dtype.kind not in "biufc":
-        return bool(np.all(a == b))
-    return bool(np.all(tolerance.agree(a, b, nan_matches=True)))
-
-
 @dataclass(frozen=True)
 class Tolerance:
     """|got - want| <= atol + rtol |want|, entry by entry (atol may be an array
@@ -206,6 +188,24 @@ class Tolerance:
         parts = ([f"{self.atol:g}"] if self.atol or not self.rtol else []) + (
             [f"{self.rtol:g} relative"] if self.rtol else [])
         return " + ".join(parts)
+
+
+def same(a, b, tolerance: Tolerance) -> bool:
+    """Two outcomes agree: the same exception (type and message), or values of
+    the same structure, shape and dtype within the tolerance (nan matching nan)."""
+    if isinstance(a, Raised) or isinstance(b, Raised):
+        return isinstance(a, Raised) and isinstance(b, Raised) and str(a) == str(b)
+    if isinstance(a, (tuple, list)) or isinstance(b, (tuple, list)):
+        return (isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)) and len(a) == len(b)
+                and all(same(x, y, tolerance) for x, y in zip(a, b)))
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind not in "biuf":
+        return bool(np.all(a == b))
+    return bool(np.all(tolerance.agree(a, b, nan_matches=True)))
 
 
 # ---- where the entries of an array sit -------------------------------------------------------------
@@ -377,6 +377,11 @@ def _equal(a, b) -> bool:
     return bool(a == b)
 
 
+def _numbers(value) -> bool:
+    """A number or an array of numbers (not a tuple, string or None)."""
+    return not isinstance(value, (tuple, list)) and np.asarray(value).dtype.kind in "biuf"
+
+
 def problem(got, want, tolerance: Tolerance, dtype=None) -> str | None:
     """None if got equals want to within the tolerance (and has `dtype`, if given);
     "values" if some entries differ by more; otherwise what else is wrong."""
@@ -408,17 +413,18 @@ class Expectations:
     def close(self, scenario, expected, atol, what: str, *, rtol: float = 0.0, where: Where | None = None,
               dtype=None) -> None:
         """scenario(student) must be within atol + rtol |expected| of expected,
-        entry by entry (and of dtype `dtype`, if given); atol may be an array.  expected: an array, or a function of
-        the module: then the student's code computes it, and each mistake's
-        code computes its own."""
+        entry by entry (and of dtype `dtype`, if given); atol may be an array.
+        expected: an array, or a function of the module: then the student's
+        code computes it, and each mistake's code computes its own.  where:
+        what the entries are, for the message."""
         __tracebackhide__ = True
         self._expect(Check(scenario, expected, Tolerance(atol, rtol), dtype), what, where)
 
-    def equal(self, scenario, expected, what: str) -> None:
+    def equal(self, scenario, expected, what: str, *, where: Where | None = None) -> None:
         """scenario(student) must equal expected exactly (numbers, strings,
-        arrays, or tuples of them); expected as for close."""
+        arrays, or tuples of them); expected and where as for close."""
         __tracebackhide__ = True
-        self._expect(Check(scenario, expected, exact=True), what, None)
+        self._expect(Check(scenario, expected, exact=True), what, where)
 
     def _expect(self, check: Check, what: str, where: Where | None) -> None:
         __tracebackhide__ = True
@@ -433,8 +439,9 @@ class Expectations:
         if check.passes(got, want):
             self.passed.append(check)
             return
-        if check.exact:
-            facts = f"got {got!r}, expected {want!r}."
+        if check.exact and not (_numbers(got) and _numbers(want)):
+            with np.printoptions(threshold=20, edgeitems=3):
+                facts = f"got {got!r}, expected {want!r}."
         else:
             facts = problem(got, want, check.tolerance, check.dtype)
             if facts == "values":
@@ -512,3 +519,45 @@ def _differences(got: np.ndarray, want: np.ndarray, tolerance: Tolerance, where:
         f"{int(bad.sum())} of {bad.size} {where.noun} differ by more than {tolerance}" + (f", {spread}" if spread else "")
         + f".\nThe largest difference is {largest}, at {where.describe(worst, bad.shape)}: {values}."
     )
+
+
+# ---- calls that must raise ---------------------------------------------------------------------------
+
+
+def refuses(error: type[Exception], call: Callable[[], Any], passed: str) -> None:
+    """call() must raise `error`.  If it does not, the failure says on its own
+    line what was passed (`passed`, as the test writes the call) and what it
+    should have raised, then what happened instead."""
+    __tracebackhide__ = True
+    try:
+        result = call()
+    except error:
+        return
+    except Exception as other:
+        pytest.fail(f"{passed}\n  should raise {error.__name__}, but raised {type(other).__name__}: {other}")
+    pytest.fail(f"{passed}\n  should raise {error.__name__}, but returned {_summary(result)}")
+
+
+def _summary(value) -> str:
+    """A returned value, short: arrays and Tensors by their shape and dtype."""
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_summary(v) for v in value) + ")"
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        name = "numpy array" if isinstance(value, np.ndarray) else type(value).__name__
+        return f"a {name} of shape {tuple(value.shape)}, dtype {value.dtype}"
+    return repr(value)
+
+
+class Case:
+    """One case of a parametrized test: case(expect) runs it; pytest shows it
+    by its description (what it passes) instead of a function's address."""
+
+    def __init__(self, description: str, run: Callable[[Expectations], None]):
+        self.description, self.run = description, run
+
+    def __call__(self, expect: Expectations) -> None:
+        __tracebackhide__ = True
+        self.run(expect)
+
+    def __repr__(self) -> str:
+        return self.description

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from diagnose import Expectations, Mistakes, Where
+from diagnose import Case, Expectations, Mistakes, Where, refuses
 
 from tinyllm.autograd.tensor import Tensor
 from tinyllm.maths.rotation import rotate_pairs
@@ -181,7 +181,8 @@ def test_rotation_preserves_length_and_position_zero_is_identity(expect):
                      f"the squared length of each pair, after vs before rotation, layout={layout!r} (a rotation "
                      "keeps it: (a cos - b sin)^2 + (a sin + b cos)^2 = a^2 + b^2)", where=Where.tables(positions))
         expect.equal(lambda rope: rotated(rope)[..., 0, :], x[..., 0, :],
-                     f"layout={layout!r}: x at position 0, which must come out unchanged (cos 0 = 1, sin 0 = 0)")
+                     f"layout={layout!r}: x at position 0, which must come out unchanged (cos 0 = 1, sin 0 = 0)",
+                     where=Where.heads(0, layout, 8))
         expect.equal(lambda rope: rotated(rope)[..., 8:], x[..., 8:],
                      f"layout={layout!r}: the entries past rotary_dim=8, which must pass through unchanged")
 
@@ -311,40 +312,20 @@ def test_rope_spec_fields(expect):
     # The spec keeps its own read-only float32 copy: changing the caller's array changes nothing.
     mine = inv_freq.astype(np.float64)
     spec = RopeSpec(mine)
-    before = spec.cos_sin(positions)
+    held, before = np.array(spec.inv_freq), spec.cos_sin(positions)
+    assert held.dtype == np.float32 and np.array_equal(held, inv_freq), (
+        f"RopeSpec(inv_freq as float64).inv_freq is {held!r}; expected inv_freq as float32, {inv_freq!r}"
+    )
     mine[:] = 0.0
-    assert spec.inv_freq.dtype == np.float32 and np.array_equal(spec.inv_freq, inv_freq), (
-        f"RopeSpec(float64 inv_freq).inv_freq is {spec.inv_freq!r} after the caller zeroed its own array; "
-        "the spec must keep a float32 copy of inv_freq, not the caller's array"
+    assert np.array_equal(spec.inv_freq, held), (
+        f"spec.inv_freq changed from {held!r} to {np.asarray(spec.inv_freq)!r} when the caller zeroed the array "
+        "it built the spec from: the spec must keep a copy of its own"
     )
     assert all(np.array_equal(a, b) for a, b in zip(spec.cos_sin(positions), before)), (
-        "spec.cos_sin(positions) changed after the caller zeroed the array it built the spec from"
+        "spec.cos_sin(positions) changed when the caller zeroed the array it built the spec from"
     )
     refuses(ValueError, lambda: spec.inv_freq.__setitem__(0, 1.0),
             "spec.inv_freq[0] = 1.0: numpy refuses to write a read-only array")
-
-
-def refuses(error, call, passed):
-    """call() must raise `error`; if not, say on its own line what was passed and what it should raise."""
-    __tracebackhide__ = True
-    try:
-        result = call()
-    except error:
-        return
-    except Exception as other:
-        pytest.fail(f"{passed}\n  should raise {error.__name__}, but raised {type(other).__name__}: {other}")
-    pytest.fail(f"{passed}\n  should raise {error.__name__}, but returned {_summary(result)}")
-
-
-def _summary(value) -> str:
-    """A short description of a returned value (no array dumps)."""
-    if isinstance(value, Tensor):
-        return f"a Tensor of shape {value.shape}, dtype {value.dtype}"
-    if isinstance(value, np.ndarray):
-        return f"an array of shape {value.shape}, dtype {value.dtype}"
-    if isinstance(value, tuple):
-        return "(" + ", ".join(_summary(v) for v in value) + ")"
-    return repr(value)
 
 
 def _x(*shape):
@@ -358,7 +339,7 @@ def _tables(rows=3):
 
 def refused(case_id, error, passed, call):
     """A test_validation case: call() must raise `error`; `passed` says what it passes."""
-    return pytest.param(lambda expect: refuses(error, call, passed), id=case_id)
+    return pytest.param(Case(passed, lambda expect: refuses(error, call, passed)), id=case_id)
 
 
 def accepted(case_id, passed, positions, inv_freq, scaling, atol):
@@ -378,14 +359,15 @@ def accepted(case_id, passed, positions, inv_freq, scaling, atol):
                          formula(angles), atol, f"{passed}: {name} divided by attention_scaling, vs the {name} of "
                          "the float32 angles", where=Where.tables(positions))
 
-    return pytest.param(check, id=case_id)
+    return pytest.param(Case(passed, check), id=case_id)
 
 
 LAST = 2**24 - 1  # the largest valid position
 TABLE = "cos and sin [3, 2]"  # _tables(): for r = 4, three positions
 
 
-@pytest.mark.parametrize("case", [
+# Each case: what it passes, and what it must raise (or, for the valid edges, return).
+CASES = [
     refused("odd-rotary_dim", ValueError, f"apply_rope(x [3, 4], {TABLE}, rotary_dim=3): an odd rotary_dim",
             lambda: apply_rope(_x(3, 4), *_tables(), rotary_dim=3)),
     refused("zero-rotary_dim", ValueError, f"apply_rope(x [3, 4], {TABLE}, rotary_dim=0)",
@@ -464,6 +446,9 @@ TABLE = "cos and sin [3, 2]"  # _tables(): for r = 4, three positions
              [0, LAST], [1.0], 2.0**-126, 4e-7),
     accepted("accepts-scaling-float32-max", "rope_cos_sin([0, 2**24 - 1], [1.0], attention_scaling=float32's largest)",
              [0, LAST], [1.0], float(np.finfo(np.float32).max), 4e-7),
-])
+]
+
+
+@pytest.mark.parametrize("case", CASES)
 def test_validation(case, expect):
     case(expect)

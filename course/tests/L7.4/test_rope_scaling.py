@@ -21,7 +21,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from diagnose import Expectations, Mistakes, Where
+from diagnose import Case, Expectations, Mistakes, Where, refuses
 
 from tinyllm.autograd.tensor import Tensor
 from tinyllm.modern.rope_scaling import rope_parameters, rope_spec
@@ -421,19 +421,7 @@ def without(fields, name):
 
 def refused(case_id, passed, call_it):
     """A test_validation case: call_it() must raise ValueError; `passed` says what it passes."""
-    return pytest.param(lambda expect: refuses(call_it, passed), id=case_id)
-
-
-def refuses(call_it, passed):
-    """call_it() must raise ValueError; if not, say on its own line what was passed and what it should raise."""
-    __tracebackhide__ = True
-    try:
-        result = call_it()
-    except ValueError:
-        return
-    except Exception as other:
-        pytest.fail(f"{passed}\n  should raise ValueError, but raised {type(other).__name__}: {other}")
-    pytest.fail(f"{passed}\n  should raise ValueError, but returned {result!r}")
+    return pytest.param(Case(passed, lambda expect: refuses(ValueError, call_it, passed)), id=case_id)
 
 
 def accepted(case_id, passed, parameters, head_dim, want):
@@ -448,10 +436,11 @@ def accepted(case_id, passed, parameters, head_dim, want):
         expect.close(lambda rope: rope.rope_parameters(copy.deepcopy(parameters), head_dim)[0], want, 0.0,
                      f"{passed}: inv_freq", rtol=1e-6, where=PAIRS)
 
-    return pytest.param(check, id=case_id)
+    return pytest.param(Case(passed, check), id=case_id)
 
 
-@pytest.mark.parametrize("case", [
+# Each case: what it passes, and what it must raise (or, for the valid edges, return).
+CASES = [
     refused("unknown-rope_type", "rope_parameters({'rope_type': 'ntk', 'rope_theta': 1e4}, 64)",
             lambda: rope_parameters({"rope_type": "ntk", "rope_theta": 1e4}, 64)),
     refused("no-rope_theta", "rope_parameters({'rope_type': 'default'}, 64)",
@@ -506,6 +495,9 @@ def accepted(case_id, passed, parameters, head_dim, want):
     accepted("accepts-a-single-pair", "rope_parameters({'rope_theta': 1e4}, 2)", {"rope_theta": 1e4}, 2, [1.0]),
     accepted("accepts-linear-factor-1", "rope_parameters({'rope_type': 'linear', 'rope_theta': 1e4, 'factor': 1.0}, "
              "8)", {"rope_type": "linear", "rope_theta": 1e4, "factor": 1.0}, 8, ladder(1e4, 8)),
-])
+]
+
+
+@pytest.mark.parametrize("case", CASES)
 def test_validation(case, expect):
     case(expect)
