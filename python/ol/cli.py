@@ -314,16 +314,15 @@ def _summarize(ctx: Context, run: TestRun, what: str) -> None:
     elif any(o.outcome == "error" and "::" not in o.nodeid for o in run.outcomes):
         ctx.say("", f"{what}: a test file could not be imported; the error above says why "
                 "(often a syntax error or a missing name in your code).")
-    else:
-        ctx.say("", f"{what}: {len(run.passed)} passed, {len(run.failed)} failed "
-                f"({_some(run.failed)}).")
+    else:  # counts and names are of test items: each parametrized case is one
+        ctx.say("", f"{what}: {len(run.passed)} passed, {len(run.failed)} failed: {_some(run.failed)}.")
 
 
-def _some(names: Sequence[str], shown: int = 4) -> str:
-    """The first few test functions of `names`, and how many more there are."""
-    functions = list(dict.fromkeys(n.split("[")[0] for n in names))
-    more = f" and {len(functions) - shown} more" if len(functions) > shown else ""
-    return ", ".join(functions[:shown]) + more
+def _some(items: Sequence[str], shown: int = 4) -> str:
+    """The first few test items of `items` by their ids ("test_validation[odd-rotary_dim]"),
+    and how many more items there are."""
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
 
 
 def _exit_code(run: TestRun) -> int:
