@@ -262,10 +262,14 @@ def _tests(args, ctx: Context) -> int:
     plan_overlay(ctx.root, module, catalog=ctx.catalog, ref_deps=args.ref_deps)  # NotReady: say why first
     deps = _deps_phrase(ctx, module, args.ref_deps)
     if args.mine:
+        refused = _static_findings(ctx, module)
         ctx.say(f"ol: your tests in {ctx.show(module.student_tests + '/')} on your {module.id}{deps}")
         run = run_student_tests(ctx.root, module, ref_deps=args.ref_deps, pytest_args=args.pytest_args,
                                 catalog=ctx.catalog)
         _summarize(ctx, run, f"your tests of {module.id}")
+        if refused:
+            ctx.say(f"(they ran, but {ctx.ol} check would not grade them: fix the {refused} finding"
+                    f"{'s' if refused > 1 else ''} listed before the run)")
         return _exit_code(run)
 
     ctx.say(f"ol: the course tests of {module.id} on your {module.id}{deps}")
@@ -286,6 +290,27 @@ def _tests(args, ctx: Context) -> int:
     if state:
         ctx.say(f"({ctx.ol} list now shows {module.id}: {state})")
     return _exit_code(run)
+
+
+def _static_findings(ctx: Context, module: Module) -> int:
+    """Read the student's tests as `ol check` will (its static check), print
+    what it would refuse, and return how many findings there are.  Nothing
+    is refused here: the tests run anyway."""
+    from ol.grading.static_check import check_student_tests
+
+    folder = ctx.root / module.student_tests
+    if module.grading is None or not folder.is_dir():
+        return 0
+    violations = check_student_tests(ctx.root, ctx.catalog, module, folder)
+    if not violations:
+        ctx.say(f"ol: your tests read as {ctx.ol} check reads them: nothing it would refuse.")
+        return 0
+    ctx.say(f"ol: your tests read as {ctx.ol} check reads them: it would refuse to grade them, for "
+            f"{'this' if len(violations) == 1 else 'these ' + str(len(violations))}:")
+    for violation in violations:
+        ctx.say(f"  {violation}")
+    ctx.say("  They run now all the same; fix these before you check.", "")
+    return len(violations)
 
 
 def _deps_phrase(ctx: Context, module: Module, ref_deps: bool) -> str:
