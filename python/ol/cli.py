@@ -376,6 +376,8 @@ register(Verb(
 def _diff_args(parser):
     _module_arg(parser)
     _ref_deps_arg(parser, "as for ./ol tests")
+    parser.add_argument("--code-only", action="store_true",
+                        help="compare the code alone: docstrings, comments and blank lines left out on both sides")
 
 
 def _diff(args, ctx: Context) -> int:
@@ -399,14 +401,16 @@ def _diff(args, ctx: Context) -> int:
         )
         return NOT_PASSED
 
-    text = reference_diff(ctx.root, module)
-    ctx.say(f"ol: all {len(run.passed)} course tests pass, so here is your code (-) against the "
-            f"reference (+):", "")
+    text = reference_diff(ctx.root, module, code_only=args.code_only)
+    what = "code (-) against the reference's (+), docstrings and comments left out" if args.code_only else \
+        "code (-) against the reference (+)"
+    ctx.say(f"ol: all {len(run.passed)} course tests pass, so here is your {what}:", "")
     if text:
         ctx.out.write(text)
         ctx.out.flush()
     else:
-        ctx.say("(your files are identical to the reference)")
+        ctx.say("(your code is the reference's, apart from docstrings, comments and blank lines)"
+                if args.code_only else "(your files are identical to the reference)")
     return OK
 
 
@@ -416,7 +420,9 @@ register(Verb(
     description=(
         "Reruns the module's course tests on your code (your files may have changed since the\n"
         "last ./ol tests); if they all pass, prints a unified diff of your files (-) against the\n"
-        "reference solution (+).  If they do not pass, it refuses and exits 1."
+        "reference solution (+).  If they do not pass, it refuses and exits 1.\n"
+        "--code-only leaves out docstrings, comments and blank lines on both sides, so the diff\n"
+        "shows how the code differs, not the prose."
     ),
 ))
 
