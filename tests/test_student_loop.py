@@ -1,5 +1,5 @@
 """Kit tests of the student's loop around `ol tests`: the static check that
-`--mine` shows first, and `ol diff --code-only`.
+`--mine` shows first, `ol watch`, `ol shell` and `ol diff --code-only`.
 
 Each runs the real `./ol` in a temporary checkout where L7.3 is started and
 the student's rope.py holds the reference's code.
@@ -7,12 +7,17 @@ the student's rope.py holds the reference's code.
 
 from __future__ import annotations
 
+import queue
 import shutil
+import signal
+import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from kit import copy_checkout, explain, run_ol
+from kit import copy_checkout, explain, processes_with, run_ol
 from ol.code_only import code_only
 
 ROPE = "python/tinyllm/modern/rope.py"
@@ -48,6 +53,92 @@ def test_tests_mine_shows_what_check_would_refuse_and_runs_anyway(checkout, tmp_
 
     r = run_ol(checkout, "tests", "L7.3", "--mine", "--ref-deps", cwd=tmp_path)
     assert r.returncode == 0 and "nothing it would refuse" in r.stdout, explain(r)
+
+
+# ---- ol watch ---------------------------------------------------------------------------
+
+
+class Lines:
+    """The lines a process prints, read on a thread, waited for by content."""
+
+    def __init__(self, stream):
+        self.seen: list[str] = []
+        self._queue: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream):
+        for line in stream:
+            self._queue.put(line)
+        self._queue.put(None)
+
+    def wait_for(self, text: str, count: int = 1, timeout: float = 90) -> None:
+        deadline = time.monotonic() + timeout
+        while sum(text in line for line in self.seen) < count:
+            try:
+                line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no {count} x {text!r} within {timeout} s:\n{''.join(self.seen)}") from None
+            if line is None:
+                raise AssertionError(f"the process ended before {count} x {text!r}:\n{''.join(self.seen)}")
+            self.seen.append(line)
+
+
+def test_watch_runs_again_on_each_change_and_stops_on_ctrl_c(checkout):
+    command = [str(checkout / "ol"), "watch", "L7.3", "--mine", "--ref-deps", "--", "-q"]
+    watcher = subprocess.Popen(command, cwd=checkout, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = Lines(watcher.stdout)
+    rope, starter = checkout / ROPE, next((checkout / TESTS).glob("test_*.py"))
+    before = rope.read_text(), starter.read_text()
+    try:
+        lines.wait_for("waiting for a change")
+        assert sum("your tests of L7.3: all 1 passed" in line for line in lines.seen) == 1
+        rope.write_text(before[0] + "# an edit\n")                  # the library
+        lines.wait_for("modern/rope.py changed")
+        lines.wait_for("your tests of L7.3: all 1 passed", count=2)
+        lines.wait_for("waiting for a change", count=2)
+        starter.write_text(before[1] + "\n\ndef test_more():\n    assert True\n")  # the tests
+        lines.wait_for("changed")
+        lines.wait_for("your tests of L7.3: all 2 passed")
+        lines.wait_for("waiting for a change", count=3)
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        code = watcher.wait(timeout=30)
+        rope.write_text(before[0])
+        starter.write_text(before[1])
+    assert code == 130, "".join(lines.seen)
+    assert processes_with(str(checkout / TESTS)) == [], "no test run may outlive ol watch"
+
+
+def test_watch_of_a_module_not_started_says_so(checkout, tmp_path):
+    r = run_ol(checkout, "watch", "L7.4", cwd=tmp_path)
+    assert r.returncode == 2 and "ol start L7.4" in r.stderr, explain(r)
+
+
+# ---- ol shell ---------------------------------------------------------------------------
+
+
+def test_shell_serves_tinyllm_as_the_tests_see_it(checkout, tmp_path):
+    code = "import tinyllm.modern.rope as r, tinyllm.autograd.tensor as t; print(r.__file__); print(t.__file__)"
+    r = run_ol(checkout, "shell", "L7.3", "--ref-deps", "-c", code, cwd=tmp_path)
+    assert r.returncode == 0, explain(r)
+    assert r.stdout.splitlines() == [str(checkout / ROPE), str(checkout / "course/reference/python/tinyllm/autograd/tensor.py")]
+
+    r = run_ol(checkout, "shell", "L7.3", "-c", "pass", cwd=tmp_path)
+    assert r.returncode == 2 and "--ref-deps" in r.stderr, f"without --ref-deps the needs are not started\n{explain(r)}"
+
+    r = run_ol(checkout, "shell", "L7.3", "--ref-deps", "-c", "1 / 0", cwd=tmp_path)
+    assert r.returncode == 1 and "ZeroDivisionError" in r.stderr and "boot" not in r.stderr, explain(r)
+    r = run_ol(checkout, "shell", "L7.3", "--ref-deps", "-c", "raise SystemExit(3)", cwd=tmp_path)
+    assert r.returncode == 3, explain(r)
+
+
+def test_shell_prompt_has_the_library_ready(checkout, tmp_path):
+    session = "cos, sin = rope.rope_cos_sin(1, np.array([1.0, 0.01]))\nprint(round(float(cos[0]), 6), Tensor, F.concat)\n"
+    shell = subprocess.run([str(checkout / "ol"), "shell", "L7.3", "--ref-deps"], cwd=tmp_path, input=session,
+                           capture_output=True, text=True, timeout=60)
+    assert shell.returncode == 0, explain(shell)
+    assert f"tinyllm.modern.rope" in shell.stdout and "(yours)" in shell.stdout and "(the reference)" in shell.stdout
+    assert "0.540302 <class 'tinyllm.autograd.tensor.Tensor'> <function concat" in shell.stdout, explain(shell)
 
 
 # ---- ol diff --code-only ----------------------------------------------------------------

@@ -2,11 +2,12 @@
 
 Each verb is a pair of small functions, `_<verb>_args(parser)` and
 `_<verb>(args, ctx) -> exit code`, registered in VERBS.  Verbs that live in
-other packages (the grader's `check` and `verify`) are listed in LAZY_VERBS
-and imported only when they are run; such a module defines
+other modules (the grader's `check` and `verify`, `watch`, `shell`) are listed
+in LAZY_VERBS and imported only when they are run; such a module defines
 
     def configure(parser: argparse.ArgumentParser) -> None
     def run(args: argparse.Namespace, ctx: ol.cli.Context) -> int
+    TAKES_PYTEST_ARGS = True     (optional: it accepts `-- ARGS` for pytest)
 
 Exit codes (ol.exits): 0 ok; 1 a failure (tests fail, `diff` refused); 2 the
 command could not run as asked (usage errors, an unknown module, a module or
@@ -41,6 +42,8 @@ tinyllm course runner: you build the library module by module.
   ./ol start L7.3     write the stub and your test folder; says which chapter to read
   ./ol tests L7.3     run the course tests on your code (--ref-deps: needs from the reference)
                       write your own tests in python/tests/l7-3-rope/ (--mine runs them)
+  ./ol watch L7.3     the tests again on every save (--mine: your own tests)
+  ./ol shell L7.3     a Python prompt with tinyllm as the tests see it (-c CODE runs CODE)
   ./ol check L7.3     the course tests, then the mutation grade of your own tests
   ./ol diff  L7.3     after the course tests pass: your code against the reference
   ./ol list           every module and how far you are
@@ -127,6 +130,8 @@ VERBS: dict[str, Verb] = {}
 # Verbs implemented elsewhere: name -> (module defining configure and run, summary).
 LAZY_VERBS: dict[str, tuple[str, str]] = {
     "check": ("ol.grading.cli", "the course tests, then the mutation grade of your own tests"),
+    "watch": ("ol.watch", "run the tests again each time you save a file (--mine: your own tests)"),
+    "shell": ("ol.shell", "a Python prompt (or -c CODE) with tinyllm as the module's tests see it"),
     "verify": ("ol.verify", "instructor: the reference passes, stubs fail, pitfalls are caught"),
     "grade": ("ol.grade.cli", "instructor: grade a folder of submissions (grades.csv, summary.md)"),
     "gradescope": ("ol.grade.gradescope", "instructor: build a Gradescope autograder bundle"),
@@ -530,7 +535,8 @@ def _lazy_verb(name: str) -> Verb:
         return Verb(name, summary, lambda p: p.add_argument("rest", nargs=argparse.REMAINDER,
                                                             help=argparse.SUPPRESS), unavailable)
     return Verb(name, summary, module.configure, module.run,
-                description=(module.__doc__ or "").strip().split("\n\n")[0])
+                description=(module.__doc__ or "").strip().split("\n\n")[0],
+                takes_pytest_args=getattr(module, "TAKES_PYTEST_ARGS", False))
 
 
 def build_parser(selected: str | None, prog: str = "ol") -> argparse.ArgumentParser:
