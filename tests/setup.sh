@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Install everything the kit's tests need, into the current Python:
-# bubblewrap (Debian's bubblewrap: ol check confines every graded run in it),
-# the package with its dev, oracle and cluster extras (pip builds the C kernel), and
-# physicsnemo for the L7.3x oracle.
+# Debian's bubblewrap (ol check confines every graded run in it) and chromium
+# (the browser test of ol check --html drives it with playwright; no browser
+# is ever downloaded), the package with its dev, oracle and cluster extras
+# (pip builds the C kernel), and physicsnemo for the L7.3x oracle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v bwrap >/dev/null; then
+missing=()
+command -v bwrap >/dev/null || missing+=(bubblewrap)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+if [ ${#missing[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq bubblewrap
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
 
 python -m pip install -e '.[dev,oracle,cluster]'

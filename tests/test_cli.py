@@ -67,6 +67,12 @@ def test_student_path(checkout, elsewhere):
     r = ol("tests", "L7.3", "--ref-deps")
     assert r.returncode == 1, explain(r)
     assert "NotImplementedError" in r.stdout and "failed" in r.stdout
+    # The summary counts test items (each parametrized case is one) and names them by their ids.
+    summary = re.search(r"^course tests of L7\.3: 0 passed, (\d+) failed: (.*) and (\d+) more\.$", r.stdout, re.M)
+    assert summary, explain(r)
+    failed, named, more = int(summary[1]), summary[2].split(", "), int(summary[3])
+    items = re.findall(r"^FAILED \S+::(\S+)", r.stdout, re.M)  # pytest's own list, one line per item
+    assert failed == len(items) == len(named) + more and named == items[:len(named)], explain(r)
     r = ol("tests", "L7.3")
     assert r.returncode == 2, explain(r)
     assert "--ref-deps" in r.stderr and "L0.1" in r.stderr, explain(r)
@@ -151,6 +157,24 @@ def test_usage_errors_exit_2(checkout, elsewhere, args):
     r = run_ol(checkout, *args, cwd=elsewhere)
     assert r.returncode == 2, explain(r)
     assert r.stderr.strip(), "a usage error says what was wrong"
+
+
+def test_the_summary_counts_test_items_and_names_them_by_id():
+    import io
+
+    from ol.cli import Context, _summarize
+    from ol.runner import TestOutcome, TestRun
+
+    file = "course/tests/L7.3/test_rope.py"
+    outcomes = [TestOutcome(f"{file}::test_hand_example", "passed"),
+                TestOutcome(f"{file}::test_gradcheck_both_layouts_and_partial[half-None]", "failed")]
+    outcomes += [TestOutcome(f"{file}::test_validation[case-{i}]", "failed" if i < 22 else "passed") for i in range(33)]
+    out = io.StringIO()
+    _summarize(Context(ROOT, out=out), TestRun(1, tuple(outcomes)), "course tests of L7.3")
+    assert out.getvalue().splitlines()[-1] == (
+        "course tests of L7.3: 12 passed, 23 failed: test_gradcheck_both_layouts_and_partial[half-None], "
+        "test_validation[case-0], test_validation[case-1], test_validation[case-2] and 19 more."
+    )
 
 
 def test_a_lazy_verb_whose_code_is_missing_says_so(monkeypatch, capsys):

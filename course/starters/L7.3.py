@@ -5,7 +5,7 @@ from tinyllm.modern.rope import apply_rope, rope_cos_sin
 
 
 def test_hand_example_half_layout():
-    # The chapter's worked example (section 3): r = 4, inv_freq = (1, 0.01),
+    # The chapter's worked example (section 10): r = 4, inv_freq = (1, 0.01),
     # position 1, x = (1, 0, 0, 1).  Half layout: the pairs are (x0, x2) and
     # (x1, x3), rotated by the angles 1 and 0.01.
     cos, sin = rope_cos_sin(1, np.array([1.0, 0.01]))

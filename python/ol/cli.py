@@ -2,11 +2,12 @@
 
 Each verb is a pair of small functions, `_<verb>_args(parser)` and
 `_<verb>(args, ctx) -> exit code`, registered in VERBS.  Verbs that live in
-other packages (the grader's `check` and `verify`) are listed in LAZY_VERBS
-and imported only when they are run; such a module defines
+other modules (the grader's `check` and `verify`, `watch`, `shell`) are listed
+in LAZY_VERBS and imported only when they are run; such a module defines
 
     def configure(parser: argparse.ArgumentParser) -> None
     def run(args: argparse.Namespace, ctx: ol.cli.Context) -> int
+    TAKES_PYTEST_ARGS = True     (optional: it accepts `-- ARGS` for pytest)
 
 Exit codes (ol.exits): 0 ok; 1 a failure (tests fail, `diff` refused); 2 the
 command could not run as asked (usage errors, an unknown module, a module or
@@ -41,6 +42,8 @@ tinyllm course runner: you build the library module by module.
   ./ol start L7.3     write the stub and your test folder; says which chapter to read
   ./ol tests L7.3     run the course tests on your code (--ref-deps: needs from the reference)
                       write your own tests in python/tests/l7-3-rope/ (--mine runs them)
+  ./ol watch L7.3     the tests again on every save (--mine: your own tests)
+  ./ol shell L7.3     a Python prompt with tinyllm as the tests see it (-c CODE runs CODE)
   ./ol check L7.3     the course tests, then the mutation grade of your own tests
   ./ol diff  L7.3     after the course tests pass: your code against the reference
   ./ol list           every module and how far you are
@@ -127,6 +130,8 @@ VERBS: dict[str, Verb] = {}
 # Verbs implemented elsewhere: name -> (module defining configure and run, summary).
 LAZY_VERBS: dict[str, tuple[str, str]] = {
     "check": ("ol.grading.cli", "the course tests, then the mutation grade of your own tests"),
+    "watch": ("ol.watch", "run the tests again each time you save a file (--mine: your own tests)"),
+    "shell": ("ol.shell", "a Python prompt (or -c CODE) with tinyllm as the module's tests see it"),
     "verify": ("ol.verify", "instructor: the reference passes, stubs fail, pitfalls are caught"),
     "grade": ("ol.grade.cli", "instructor: grade a folder of submissions (grades.csv, summary.md)"),
     "gradescope": ("ol.grade.gradescope", "instructor: build a Gradescope autograder bundle"),
@@ -262,10 +267,14 @@ def _tests(args, ctx: Context) -> int:
     plan_overlay(ctx.root, module, catalog=ctx.catalog, ref_deps=args.ref_deps)  # NotReady: say why first
     deps = _deps_phrase(ctx, module, args.ref_deps)
     if args.mine:
+        refused = _static_findings(ctx, module)
         ctx.say(f"ol: your tests in {ctx.show(module.student_tests + '/')} on your {module.id}{deps}")
         run = run_student_tests(ctx.root, module, ref_deps=args.ref_deps, pytest_args=args.pytest_args,
                                 catalog=ctx.catalog)
         _summarize(ctx, run, f"your tests of {module.id}")
+        if refused:
+            ctx.say(f"(they ran, but {ctx.ol} check would not grade them: fix the {refused} finding"
+                    f"{'s' if refused > 1 else ''} listed before the run)")
         return _exit_code(run)
 
     ctx.say(f"ol: the course tests of {module.id} on your {module.id}{deps}")
@@ -286,6 +295,27 @@ def _tests(args, ctx: Context) -> int:
     if state:
         ctx.say(f"({ctx.ol} list now shows {module.id}: {state})")
     return _exit_code(run)
+
+
+def _static_findings(ctx: Context, module: Module) -> int:
+    """Read the student's tests as `ol check` will (its static check), print
+    what it would refuse, and return how many findings there are.  Nothing
+    is refused here: the tests run anyway."""
+    from ol.grading.static_check import check_student_tests
+
+    folder = ctx.root / module.student_tests
+    if module.grading is None or not folder.is_dir():
+        return 0
+    violations = check_student_tests(ctx.root, ctx.catalog, module, folder)
+    if not violations:
+        ctx.say(f"ol: your tests read as {ctx.ol} check reads them: nothing it would refuse.")
+        return 0
+    ctx.say(f"ol: your tests read as {ctx.ol} check reads them: it would refuse to grade them, for "
+            f"{'this' if len(violations) == 1 else 'these ' + str(len(violations))}:")
+    for violation in violations:
+        ctx.say(f"  {violation}")
+    ctx.say("  They run now all the same; fix these before you check.", "")
+    return len(violations)
 
 
 def _deps_phrase(ctx: Context, module: Module, ref_deps: bool) -> str:
@@ -314,16 +344,15 @@ def _summarize(ctx: Context, run: TestRun, what: str) -> None:
     elif any(o.outcome == "error" and "::" not in o.nodeid for o in run.outcomes):
         ctx.say("", f"{what}: a test file could not be imported; the error above says why "
                 "(often a syntax error or a missing name in your code).")
-    else:
-        ctx.say("", f"{what}: {len(run.passed)} passed, {len(run.failed)} failed "
-                f"({_some(run.failed)}).")
+    else:  # counts and names are of test items: each parametrized case is one
+        ctx.say("", f"{what}: {len(run.passed)} passed, {len(run.failed)} failed: {_some(run.failed)}.")
 
 
-def _some(names: Sequence[str], shown: int = 4) -> str:
-    """The first few test functions of `names`, and how many more there are."""
-    functions = list(dict.fromkeys(n.split("[")[0] for n in names))
-    more = f" and {len(functions) - shown} more" if len(functions) > shown else ""
-    return ", ".join(functions[:shown]) + more
+def _some(items: Sequence[str], shown: int = 4) -> str:
+    """The first few test items of `items` by their ids ("test_validation[odd-rotary_dim]"),
+    and how many more items there are."""
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
 
 
 def _exit_code(run: TestRun) -> int:
@@ -351,6 +380,8 @@ register(Verb(
 def _diff_args(parser):
     _module_arg(parser)
     _ref_deps_arg(parser, "as for ./ol tests")
+    parser.add_argument("--code-only", action="store_true",
+                        help="compare the code alone: docstrings, comments and blank lines left out on both sides")
 
 
 def _diff(args, ctx: Context) -> int:
@@ -374,14 +405,16 @@ def _diff(args, ctx: Context) -> int:
         )
         return NOT_PASSED
 
-    text = reference_diff(ctx.root, module)
-    ctx.say(f"ol: all {len(run.passed)} course tests pass, so here is your code (-) against the "
-            f"reference (+):", "")
+    text = reference_diff(ctx.root, module, code_only=args.code_only)
+    what = "code (-) against the reference's (+), docstrings and comments left out" if args.code_only else \
+        "code (-) against the reference (+)"
+    ctx.say(f"ol: all {len(run.passed)} course tests pass, so here is your {what}:", "")
     if text:
         ctx.out.write(text)
         ctx.out.flush()
     else:
-        ctx.say("(your files are identical to the reference)")
+        ctx.say("(your code is the reference's, apart from docstrings, comments and blank lines)"
+                if args.code_only else "(your files are identical to the reference)")
     return OK
 
 
@@ -391,7 +424,9 @@ register(Verb(
     description=(
         "Reruns the module's course tests on your code (your files may have changed since the\n"
         "last ./ol tests); if they all pass, prints a unified diff of your files (-) against the\n"
-        "reference solution (+).  If they do not pass, it refuses and exits 1."
+        "reference solution (+).  If they do not pass, it refuses and exits 1.\n"
+        "--code-only leaves out docstrings, comments and blank lines on both sides, so the diff\n"
+        "shows how the code differs, not the prose."
     ),
 ))
 
@@ -499,7 +534,8 @@ def _lazy_verb(name: str) -> Verb:
         return Verb(name, summary, lambda p: p.add_argument("rest", nargs=argparse.REMAINDER,
                                                             help=argparse.SUPPRESS), unavailable)
     return Verb(name, summary, module.configure, module.run,
-                description=(module.__doc__ or "").strip().split("\n\n")[0])
+                description=(module.__doc__ or "").strip().split("\n\n")[0],
+                takes_pytest_args=getattr(module, "TAKES_PYTEST_ARGS", False))
 
 
 def build_parser(selected: str | None, prog: str = "ol") -> argparse.ArgumentParser:

@@ -21,7 +21,9 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import json
 import linecache
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -138,3 +140,18 @@ def remove_overlay(finder: OverlayFinder) -> None:
         sys.meta_path.remove(finder)
     for name in finder.mapping:
         sys.modules.pop(name, None)
+
+
+OVERLAY_ENV = "OL_OVERLAY"
+
+
+def install_from_env(variable: str = OVERLAY_ENV) -> OverlayFinder | None:
+    """Install the overlay described by the JSON file that $OL_OVERLAY names
+    ({module name: {"path": FILE} or {"source": TEXT, "origin": PATH}}, as
+    ol.runner.serving writes it); None, and nothing installed, without it."""
+    path = os.environ.get(variable)
+    if not path:
+        return None
+    with open(path, encoding="utf-8") as file:
+        entries = json.load(file)
+    return install_overlay({name: Source.from_json(name, entry) for name, entry in entries.items()})

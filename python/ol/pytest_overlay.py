@@ -10,21 +10,7 @@ Without $OL_OVERLAY the plugin does nothing.
 
 from __future__ import annotations
 
-import json
-import os
+from ol.overlay import OVERLAY_ENV as ENV  # noqa: F401  (the variable's name, as before)
+from ol.overlay import install_from_env
 
-from ol.overlay import Source, install_overlay
-
-ENV = "OL_OVERLAY"
-
-
-def _install_from_env() -> None:
-    path = os.environ.get(ENV)
-    if not path:
-        return
-    with open(path, encoding="utf-8") as f:
-        entries = json.load(f)
-    install_overlay({name: Source.from_json(name, entry) for name, entry in entries.items()})
-
-
-_install_from_env()
+install_from_env()

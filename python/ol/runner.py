@@ -34,7 +34,8 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -161,30 +162,22 @@ def run_tests(
 ) -> TestRun:
     """Run pytest on `test_paths` with `module`'s code chosen as described above."""
     root = Path(root).resolve()
-    catalog = catalog or load_catalog(root)
-    overlay = plan_overlay(root, module, catalog=catalog, implementation=implementation,
-                           ref_deps=ref_deps, sources=sources)
-    with tempfile.TemporaryDirectory(prefix="ol-run-") as tmp:
-        build = build_native(root, module, Path(tmp) / "native", implementation=implementation, sources=sources)
-        native_env = {LIBRARY_ENV: str(build.library)} if build else {}
-        compiler_says = ""
-        if build and build.messages:  # it compiled, with warnings worth reading
-            compiler_says = f"ol: the compiler's warnings for {', '.join(c_files(module))}:\n{build.messages}\n\n"
-        if compiler_says and not capture:
-            print(compiler_says, end="", flush=True)
-        overlay_file, results_file = Path(tmp) / "overlay.json", Path(tmp) / "results.json"
-        overlay_file.write_text(json.dumps({n: s.to_json() for n, s in overlay.items()}), encoding="utf-8")
+    with serving(root, module, catalog=catalog, implementation=implementation, ref_deps=ref_deps,
+                 sources=sources) as served:
+        if served.compiler_says and not capture:
+            print(served.compiler_says, end="", flush=True)
+        results_file = served.folder / "results.json"
         command = (
             sys.executable, "-m", "pytest", *(str(p) for p in test_paths),
             "-p", "ol.pytest_overlay", "-p", "ol.pytest_results",
             "-p", "no:cacheprovider", "-p", "no:benchmark",  # neither may write into the repository
             "--rootdir", str(root), *pytest_args,
         )
-        env = child_env(root, OL_OVERLAY=str(overlay_file), OL_RESULTS=str(results_file), **native_env)
+        env = dict(served.env, OL_RESULTS=str(results_file))
         if capture:
             done = subprocess.run(command, cwd=root, env=env, stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True, timeout=timeout)
-            output = compiler_says + done.stdout
+            output = served.compiler_says + done.stdout
         else:
             sys.stdout.flush()
             done = subprocess.run(command, cwd=root, env=env, timeout=timeout)
@@ -197,6 +190,49 @@ def run_tests(
         outcomes=tuple(TestOutcome(r["nodeid"], r["outcome"]) for r in results["outcomes"]),
         output=output, deselected=results["deselected"], command=command,
     )
+
+
+@dataclass(frozen=True)
+class Served:
+    """What a child Python needs to see tinyllm as a run of a module's tests does."""
+
+    env: dict[str, str]           # child_env with OL_OVERLAY (and the native build's library)
+    overlay: dict[str, Source]    # where each module comes from (plan_overlay)
+    folder: Path                  # a private temporary folder, removed when the `with` ends
+    compiler_says: str = ""       # the C compiler's warnings, ready to print ("" if none)
+
+
+@contextmanager
+def serving(
+    root: str | Path,
+    module: Module,
+    *,
+    catalog: Catalog | None = None,
+    implementation: str = "student",
+    ref_deps: bool = False,
+    sources: Mapping[str, str | Source] | None = None,
+) -> Iterator[Served]:
+    """Prepare tinyllm as `module`'s tests see it, for the `with` block: plan
+    the overlay, build the module's C (if any) into a temporary folder, and
+    give the environment under which `python -p ol.pytest_overlay` (pytest)
+    or ol.overlay.install_from_env() (any other child) installs it.
+
+    Raises NotReady as plan_overlay does, and BuildFailed if the C does not compile.
+    """
+    root = Path(root).resolve()
+    catalog = catalog or load_catalog(root)
+    overlay = plan_overlay(root, module, catalog=catalog, implementation=implementation,
+                           ref_deps=ref_deps, sources=sources)
+    with tempfile.TemporaryDirectory(prefix="ol-run-") as tmp:
+        build = build_native(root, module, Path(tmp) / "native", implementation=implementation, sources=sources)
+        native_env = {LIBRARY_ENV: str(build.library)} if build else {}
+        compiler_says = ""
+        if build and build.messages:  # it compiled, with warnings worth reading
+            compiler_says = f"ol: the compiler's warnings for {', '.join(c_files(module))}:\n{build.messages}\n\n"
+        overlay_file = Path(tmp) / "overlay.json"
+        overlay_file.write_text(json.dumps({n: s.to_json() for n, s in overlay.items()}), encoding="utf-8")
+        env = child_env(root, OL_OVERLAY=str(overlay_file), **native_env)
+        yield Served(env=env, overlay=overlay, folder=Path(tmp), compiler_says=compiler_says)
 
 
 def plan_overlay(

@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from ol.c_stubs import c_stub_source
 from ol.catalog import REFERENCE_TREE, STUDENT_TREE, Catalog, Module
+from ol.code_only import code_only as code_only_text
 from ol.errors import OlError
 from ol.native_build import c_files, native_bindings
 from ol.state import STATE_DIR
@@ -251,25 +252,29 @@ def _new_backup_dir(root: Path, module: Module, now: datetime) -> Path:
 # ---- diff ----------------------------------------------------------------------
 
 
-def reference_diff(root: str | Path, module: Module) -> str:
+def reference_diff(root: str | Path, module: Module, code_only: bool = False) -> str:
     """A unified diff of the student's files (from) against the reference (to),
     labelled `student: python/...` and `reference: course/reference/python/...`;
-    "" if they are identical."""
+    "" if they are identical.  code_only compares the code alone (ol.code_only:
+    no docstrings, comments or blank lines on either side)."""
     root = Path(root)
     chunks = []
     for file in module.files:
         student, reference = f"{STUDENT_TREE}/{file}", f"{REFERENCE_TREE}/{file}"
         chunks.extend(difflib.unified_diff(
-            _lines(root / student), _lines(root / reference),
+            _lines(root / student, code_only), _lines(root / reference, code_only),
             fromfile=f"student: {student}", tofile=f"reference: {reference}",
         ))
     return "".join(chunks)
 
 
-def _lines(path: Path) -> list[str]:
+def _lines(path: Path, code_only: bool = False) -> list[str]:
     if not path.exists():
         return []
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if code_only:
+        text = code_only_text(text, path.suffix)
+    lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n\\ No newline at end of file\n"
     return lines

@@ -4,10 +4,20 @@ rotation must have.  The fourteen tests are the table of the chapter
 
 Golden values come from fixtures/L7.3/rope_hf.npz (oracle/L7.3/rope_hf.py,
 transformers 5.19.0 on torch 2.13.0); the `rope_hf` fixture loads them.
+
+Each comparison is a scenario, a function of `rope` (the code under test:
+rope_cos_sin, apply_rope, RopeSpec), checked through the `expect` fixture
+(course/tests/diagnose.py).  When one fails, the same scenario runs on the
+known mistakes of course/mutants/L7.3/ (the pitfalls and the misconceptions),
+and the message names the one that gives your result, or says where your
+result differs without guessing a cause.
 """
+
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from diagnose import Case, Expectations, Mistakes, Where, refuses
 
 from tinyllm.autograd.tensor import Tensor
 from tinyllm.maths.rotation import rotate_pairs
@@ -17,20 +27,15 @@ from tinyllm.modern.rope import RopeSpec, apply_rope, rope_cos_sin
 # on the same (bit-identical) angles: 2 ulp of a value near 1 is 1.2e-7.
 TABLE_ATOL = 2.5e-7
 
+# What a scenario may use of the code under test: the student's, or a known mistake's.
+STUDENT = SimpleNamespace(rope_cos_sin=rope_cos_sin, apply_rope=apply_rope, RopeSpec=RopeSpec)
+MISTAKES = Mistakes("L7.3", "tinyllm/modern/rope.py", names=tuple(vars(STUDENT)))
 
-def assert_close(got, expected, atol, what, hint):
-    """Compare arrays; on failure name the worst entry, the two values and
-    what to look at."""
-    got, expected = np.asarray(got), np.asarray(expected)
-    assert got.shape == expected.shape, f"{what}: shape {got.shape}, expected {expected.shape}. {hint}"
-    diff = np.abs(got.astype(np.float64) - expected.astype(np.float64))
-    if not np.all(diff <= atol):  # also catches nan
-        worst = np.unravel_index(np.nanargmax(np.where(np.isnan(diff), np.inf, diff)), diff.shape)
-        pytest.fail(
-            f"{what}: at index {tuple(int(i) for i in worst)} got {got[worst]!r}, expected "
-            f"{expected[worst]!r} (|diff| {diff[worst]:.3g} > atol {atol:g}; "
-            f"{int(np.sum(~(diff <= atol)))} of {diff.size} entries off).\n  Look at: {hint}"
-        )
+
+@pytest.fixture
+def expect():
+    """This test's comparisons; a failing one names the known mistake that gives the same result."""
+    return Expectations(STUDENT, MISTAKES)
 
 
 def half_to_interleaved_order(r):
@@ -43,243 +48,284 @@ def float32_angles(positions, inv_freq):
     return np.asarray(positions, np.float32)[..., None] * np.asarray(inv_freq, np.float32)
 
 
-def test_hand_example():
+def test_hand_example(expect):
     # Chapter section 10, the worked example: r = 4, inv_freq (1, 0.01), position 1, x = (1, 0, 0, 1).
-    cos, sin = rope_cos_sin(1, [1.0, 0.01])
-    assert_close(cos, [0.540302, 0.999950], 1e-6, "rope_cos_sin(1, [1, 0.01]) cos", "cos of the angles 1 and 0.01")
-    assert_close(sin, [0.841471, 0.010000], 1e-6, "rope_cos_sin(1, [1, 0.01]) sin", "sin of the angles 1 and 0.01")
-    x = Tensor(np.array([1.0, 0.0, 0.0, 1.0], np.float32))
+    for k, (name, want) in enumerate({"cos": [0.540302, 0.999950], "sin": [0.841471, 0.010000]}.items()):
+        expect.close(lambda rope, k=k: rope.rope_cos_sin(1, [1.0, 0.01])[k], want, 1e-6,
+                     f"rope_cos_sin(1, [1, 0.01]) {name}, the {name} of the angles 1 and 0.01", where=Where.tables(1))
+    x = np.array([1.0, 0.0, 0.0, 1.0], np.float32)
     expected = {
         "half": [0.540302, -0.010000, 0.841471, 0.999950],
         "interleaved": [0.540302, 0.841471, -0.010000, 0.999950],
     }
     for layout, want in expected.items():
-        got = apply_rope(x, cos, sin, layout=layout)
-        assert_close(
-            got.data, want, 1e-6, f"apply_rope hand example, layout={layout!r}",
-            "which entries form a pair in this layout, and (a, b) -> (a cos - b sin, a sin + b cos)",
-        )
+        def rotated(rope, layout=layout):
+            cos, sin = rope.rope_cos_sin(1, [1.0, 0.01])
+            return rope.apply_rope(Tensor(x), cos, sin, layout=layout).data
+
+        expect.close(rotated, want, 1e-6, f"apply_rope on the hand example (x = (1, 0, 0, 1)), layout={layout!r}",
+                     where=Where.heads(1, layout))
 
 
-def test_cos_sin_table_golden(rope_hf):
+def test_cos_sin_table_golden(rope_hf, expect):
     positions, inv_freq = rope_hf["llama/positions"], rope_hf["llama/inv_freq"]
-    cos, sin = rope_cos_sin(positions, inv_freq)
-    assert cos.dtype == np.float32 and sin.dtype == np.float32, (
-        f"rope_cos_sin must return float32 tables, got {cos.dtype} and {sin.dtype}"
-    )
-    hint = (
-        "the angle must be ONE float32 product float32(position) * float32(inv_freq), as HF computes it; "
-        "float16 breaks past position 2048, float64 drifts ~1e-3 from HF near 65535"
-    )
-    assert_close(cos, rope_hf["llama/cos"], TABLE_ATOL, "cos vs HF LlamaRotaryEmbedding (positions to 65535)", hint)
-    assert_close(sin, rope_hf["llama/sin"], TABLE_ATOL, "sin vs HF LlamaRotaryEmbedding (positions to 65535)", hint)
+    for k, name in enumerate(("cos", "sin")):
+        expect.close(lambda rope, k=k: rope.rope_cos_sin(positions, inv_freq)[k], rope_hf[f"llama/{name}"],
+                     TABLE_ATOL, f"{name} vs HF LlamaRotaryEmbedding (positions to 65535)",
+                     where=Where.tables(positions), dtype=np.float32)
 
 
-def test_cos_sin_attention_scaling_golden(rope_hf):
+def test_cos_sin_attention_scaling_golden(rope_hf, expect):
     scaling = float(rope_hf["yarn/attention_scaling"])
-    cos, sin = rope_cos_sin(rope_hf["yarn/positions"], rope_hf["yarn/inv_freq"], scaling)
-    hint = f"attention_scaling ({scaling:.6f}) multiplies BOTH cos and sin"
+    positions, inv_freq = rope_hf["yarn/positions"], rope_hf["yarn/inv_freq"]
     # HF multiplies the float32 tables by float32(scaling): one more rounding on top of TABLE_ATOL.
     atol = TABLE_ATOL * scaling + 1.2e-7
-    assert_close(cos, rope_hf["yarn/cos"], atol, "YaRN cos vs HF", hint)
-    assert_close(sin, rope_hf["yarn/sin"], atol, "YaRN sin vs HF", hint)
+    for k, name in enumerate(("cos", "sin")):
+        expect.close(lambda rope, k=k: rope.rope_cos_sin(positions, inv_freq, scaling)[k], rope_hf[f"yarn/{name}"],
+                     atol, f"YaRN {name} vs HF, attention_scaling {scaling:.6f}", where=Where.tables(positions))
 
 
-def test_half_layout_golden(rope_hf):
+def test_half_layout_golden(rope_hf, expect):
     # Per-row positions [B, S] (the rows differ, one reaches 65535) give tables
     # [B, S, r/2]; cos[:, None] broadcasts them over the heads of q [B, H, S, D].
-    cos, sin = rope_cos_sin(rope_hf["apply/positions"], rope_hf["llama/inv_freq"])
+    positions, inv_freq = rope_hf["apply/positions"], rope_hf["llama/inv_freq"]
+
+    def half(x, table_dtype=np.float32):
+        def rotated(rope):
+            cos, sin = (t.astype(table_dtype) for t in rope.rope_cos_sin(positions, inv_freq))
+            return rope.apply_rope(Tensor(x), cos[:, None], sin[:, None], layout="half").data
+        return rotated
+
+    where = Where.heads(positions[:, None, :], "half")
     # |q| < ~5 and the tables agree with HF's to TABLE_ATOL: outputs to ~3e-6.
     for name in ("q", "k"):
-        got = apply_rope(Tensor(rope_hf[f"apply/{name}"]), cos[:, None], sin[:, None], layout="half")
-        assert got.dtype == np.float32, f"apply_rope must keep x's dtype float32, got {got.dtype}"
-        assert_close(
-            got.data, rope_hf[f"apply/{name}_out"], 3e-6, f"half layout vs HF apply_rotary_pos_emb ({name})",
-            "half layout pairs entry i with entry i + r/2 (HF's rotate_half), not adjacent entries",
-        )
+        expect.close(half(rope_hf[f"apply/{name}"]), rope_hf[f"apply/{name}_out"], 3e-6,
+                     f"half layout vs HF apply_rotary_pos_emb ({name})", where=where, dtype=np.float32)
+    # Tables of another float dtype are cast to x's: the output stays float32, and HF's.
+    expect.close(half(rope_hf["apply/q"], np.float64), rope_hf["apply/q_out"], 3e-6,
+                 "half layout vs HF (q), with the tables passed as float64 (apply_rope casts them to x's dtype)",
+                 where=where, dtype=np.float32)
 
 
-def test_interleaved_layout_golden(rope_hf):
+def test_interleaved_layout_golden(rope_hf, expect):
     # Meta's layout is x [B, S, H, D]; tables [S, r/2] as cos[:, None] broadcast over H.
-    cos, sin = rope_cos_sin(rope_hf["meta/positions"], rope_hf["meta/inv_freq"])
-    got = apply_rope(Tensor(rope_hf["meta/x"]), cos[:, None], sin[:, None], layout="interleaved")
+    positions = rope_hf["meta/positions"]
+
+    def interleaved(rope):
+        cos, sin = rope.rope_cos_sin(positions, rope_hf["meta/inv_freq"])
+        return rope.apply_rope(Tensor(rope_hf["meta/x"]), cos[:, None], sin[:, None], layout="interleaved").data
+
     # Meta's torch.polar tables come from another cos/sin routine: 1 ulp apart from ours.
-    assert_close(
-        got.data, rope_hf["meta/out"], 3e-6, "interleaved layout vs Meta's complex apply_rotary_emb",
-        "interleaved pairs are (x[2i], x[2i+1]) and the rotated pair goes back to entries 2i and 2i+1",
-    )
+    expect.close(interleaved, rope_hf["meta/out"], 3e-6, "interleaved layout vs Meta's complex apply_rotary_emb",
+                 where=Where.heads(positions[:, None], "interleaved"))
 
 
-def test_partial_rotary_golden(rope_hf):
+def test_partial_rotary_golden(rope_hf, expect):
     r = int(rope_hf["neox/rotary_dim"])
-    q = rope_hf["neox/q"]
-    cos, sin = rope_cos_sin(rope_hf["neox/positions"], rope_hf["neox/inv_freq"])
-    got = apply_rope(Tensor(q), cos[:, None], sin[:, None], layout="half", rotary_dim=r)
-    hint = f"only x[..., :{r}] rotates (half pairs within those {r} entries); x[..., {r}:] passes through"
-    assert_close(got.data, rope_hf["neox/q_out"], 3e-6, f"GPT-NeoX partial rotary, rotary_dim={r} of {q.shape[-1]}", hint)
-    assert np.array_equal(got.data[..., r:], q[..., r:]), f"the tail x[..., {r}:] must pass through unchanged. {hint}"
+    q, positions = rope_hf["neox/q"], rope_hf["neox/positions"]
+
+    def partial(rope):
+        cos, sin = rope.rope_cos_sin(positions, rope_hf["neox/inv_freq"])
+        return rope.apply_rope(Tensor(q), cos[:, None], sin[:, None], layout="half", rotary_dim=r).data
+
+    expect.close(partial, rope_hf["neox/q_out"], 3e-6, f"GPT-NeoX partial rotary, rotary_dim={r} of {q.shape[-1]}",
+                 where=Where.heads(positions[:, None], "half", r))
+    expect.equal(lambda rope: partial(rope)[..., r:], q[..., r:],
+                 f"the tail x[..., {r}:] past rotary_dim={r}, which must pass through unchanged")
 
 
-def test_scores_depend_only_on_relative_position(rope_hf):
+def test_scores_depend_only_on_relative_position(rope_hf, expect):
     inv_freq = rope_hf["llama/inv_freq"]
     rng = np.random.default_rng(73)
     q = Tensor(rng.standard_normal(64).astype(np.float32))
     k = Tensor(rng.standard_normal(64).astype(np.float32))
 
-    def score(m, n, layout):
-        qm = apply_rope(q, *rope_cos_sin(m, inv_freq), layout=layout)
-        kn = apply_rope(k, *rope_cos_sin(n, inv_freq), layout=layout)
+    def score(rope, m, n, layout):
+        qm = rope.apply_rope(q, *rope.rope_cos_sin(m, inv_freq), layout=layout)
+        kn = rope.apply_rope(k, *rope.rope_cos_sin(n, inv_freq), layout=layout)
         return float(np.dot(qm.data.astype(np.float64), kn.data.astype(np.float64)))
 
     scale = float(np.linalg.norm(q.data) * np.linalg.norm(k.data))
+    shifts = (1, 1000, 2501, 3999)
     # float32 angles near position 6000 are exact to ~2.5e-4 rad, so shifted
     # scores agree to ~1e-3 of |q||k|; float16 angles are off by whole radians.
     for layout in ("half", "interleaved"):
         for m, n in [(5, 2), (17, 300), (2049, 2047)]:
-            base = score(m, n, layout)
-            for shift in (1, 1000, 2501, 3999):
-                shifted = score(m + shift, n + shift, layout)
-                assert abs(shifted - base) <= 1e-3 * scale, (
-                    f"layout={layout!r}: q at {m}, k at {n} scores {base:.6f}, but shifted by {shift} "
-                    f"({m + shift}, {n + shift}) scores {shifted:.6f}. A score must depend only on n - m: "
-                    "rotate q and k by the same rule, with float32 angles"
-                )
-        assert abs(score(3, 1, layout) - score(1, 3, layout)) > 1e-3 * scale, (
-            "scores for offsets +2 and -2 are equal: the rotation is not applied (or its angle is 0)"
+            expect.close(
+                lambda rope, m=m, n=n, layout=layout: np.array([score(rope, m + s, n + s, layout) for s in shifts]),
+                lambda rope, m=m, n=n, layout=layout: np.full(len(shifts), score(rope, m, n, layout)),
+                1e-3 * scale,
+                f"layout={layout!r}: the score of q at {m} and k at {n}, with both shifted by the same amount, vs "
+                f"unshifted (a score must depend only on n - m; 1e-3 is of |q||k| = {scale:.4g})",
+                where=Where.items("shift", shifts),
+            )
+        plus, minus = score(STUDENT, 3, 1, layout), score(STUDENT, 1, 3, layout)
+        assert abs(plus - minus) > 1e-3 * scale, (
+            f"layout={layout!r}: the scores for offsets -2 (q at 3, k at 1) and +2 (q at 1, k at 3) are equal, "
+            f"{plus:.6f} and {minus:.6f}; pairs turned by non-zero angles give different scores for +2 and -2"
         )
 
 
-def test_rotation_preserves_length_and_position_zero_is_identity():
+def test_rotation_preserves_length_and_position_zero_is_identity(expect):
     rng = np.random.default_rng(7)
-    x = Tensor(rng.standard_normal((2, 3, 5, 12)))
+    x = rng.standard_normal((2, 3, 5, 12))
     inv_freq = 1.0 / 10000 ** (np.arange(0, 8, 2) / 8)
-    positions = np.array([0, 1, 7, 500, 65535])
-    cos, sin = rope_cos_sin(positions, inv_freq)
-    for layout in ("half", "interleaved"):
-        out = apply_rope(x, cos, sin, layout=layout, rotary_dim=8).data
-        pairs_in = [(x.data[..., :4], x.data[..., 4:8]), (x.data[..., 0:8:2], x.data[..., 1:8:2])]
-        pairs_out = [(out[..., :4], out[..., 4:8]), (out[..., 0:8:2], out[..., 1:8:2])]
-        (a, b), (a2, b2) = pairs_in[layout == "interleaved"], pairs_out[layout == "interleaved"]
-        assert_close(
-            a2**2 + b2**2, a**2 + b**2, 1e-5, f"length of each pair after rotation, layout={layout!r}",
-            "a rotation keeps each pair's length: (a cos - b sin)^2 + (a sin + b cos)^2 = a^2 + b^2",
-        )
-        assert np.array_equal(out[..., 0, :], x.data[..., 0, :]), (
-            f"layout={layout!r}: position 0 must leave x unchanged (cos 0 = 1, sin 0 = 0)"
-        )
-        assert np.array_equal(out[..., 8:], x.data[..., 8:]), "entries past rotary_dim must pass through"
+    positions = np.array([0, 1, 7, 500, 65535])  # along x's axis -2
+    pairs = {"half": lambda v: (v[..., :4], v[..., 4:8]), "interleaved": lambda v: (v[..., 0:8:2], v[..., 1:8:2])}
+    for layout, pair in pairs.items():
+        def rotated(rope, layout=layout):
+            return rope.apply_rope(Tensor(x), *rope.rope_cos_sin(positions, inv_freq), layout=layout, rotary_dim=8).data
+
+        a, b = pair(x)
+        expect.close(lambda rope, pair=pair: sum(v**2 for v in pair(rotated(rope))), a**2 + b**2, 1e-5,
+                     f"the squared length of each pair, after vs before rotation, layout={layout!r} (a rotation "
+                     "keeps it: (a cos - b sin)^2 + (a sin + b cos)^2 = a^2 + b^2)", where=Where.tables(positions))
+        expect.equal(lambda rope: rotated(rope)[..., 0, :], x[..., 0, :],
+                     f"layout={layout!r}: x at position 0, which must come out unchanged (cos 0 = 1, sin 0 = 0)",
+                     where=Where.heads(0, layout, 8))
+        expect.equal(lambda rope: rotated(rope)[..., 8:], x[..., 8:],
+                     f"layout={layout!r}: the entries past rotary_dim=8, which must pass through unchanged")
 
 
-def test_layouts_are_a_permutation_of_each_other():
+def test_layouts_are_a_permutation_of_each_other(expect):
     rng = np.random.default_rng(11)
     r, head_dim = 8, 12
     x = rng.standard_normal((3, 4, head_dim)).astype(np.float32)
-    cos, sin = rope_cos_sin(np.arange(4) * 97, 1.0 / 10000 ** (np.arange(0, r, 2) / r))
+    positions = np.arange(4) * 97  # along x's axis -2
+    inv_freq = 1.0 / 10000 ** (np.arange(0, r, 2) / r)
     perm = np.concatenate([half_to_interleaved_order(r), np.arange(r, head_dim)])
-    interleaved = apply_rope(Tensor(x), cos, sin, layout="interleaved", rotary_dim=r).data
-    half_of_permuted = apply_rope(Tensor(x[..., perm]), cos, sin, layout="half", rotary_dim=r).data
-    assert_close(
-        half_of_permuted, interleaved[..., perm], 1e-6,
-        "half layout on permuted x vs interleaved layout, permuted",
-        "reordering (a0, b0, a1, b1, ...) into (a0, a1, ..., b0, b1, ...) turns the interleaved "
-        "rotation into the half rotation (HF's conversion of Meta checkpoints)",
+
+    def rotated(rope, v, layout):
+        return rope.apply_rope(Tensor(v), *rope.rope_cos_sin(positions, inv_freq), layout=layout, rotary_dim=r).data
+
+    expect.close(
+        lambda rope: rotated(rope, x[..., perm], "half"), lambda rope: rotated(rope, x, "interleaved")[..., perm], 1e-6,
+        "half layout on permuted x vs interleaved layout, permuted: reordering (a0, b0, a1, b1, ...) into "
+        "(a0, a1, ..., b0, b1, ...) turns one rotation into the other (HF's conversion of Meta checkpoints)",
+        where=Where.heads(positions, "half", r),
     )
 
 
-def test_interleaved_matches_rotate_pairs():
+def test_interleaved_matches_rotate_pairs(expect):
     rng = np.random.default_rng(5)
     x = rng.standard_normal((2, 6, 16))
     positions = np.array([[0, 3, 9, 2047, 4096, 65535], [1, 2, 3, 4, 5, 6]])
     inv_freq = 1.0 / 10000 ** (np.arange(0, 16, 2) / 16)
-    cos, sin = rope_cos_sin(positions, inv_freq)
-    got = apply_rope(Tensor(x), cos, sin, layout="interleaved").data
     a, b = rotate_pairs(x[..., 0::2], x[..., 1::2], float32_angles(positions, inv_freq).astype(np.float64))
     want = np.stack([a, b], axis=-1).reshape(x.shape)
     # float32 tables vs float64 cos/sin of the same angles: 6e-8 per entry.
-    assert_close(
-        got, want, 1e-6, "interleaved apply_rope vs M00.2 rotate_pairs on pairs (x[2i], x[2i+1])",
-        "the rotation of a pair is the M00.2 one: (a cos - b sin, a sin + b cos)",
+    expect.close(
+        lambda rope: rope.apply_rope(Tensor(x), *rope.rope_cos_sin(positions, inv_freq), layout="interleaved").data,
+        want, 1e-6, "interleaved apply_rope vs M00.2 rotate_pairs on the pairs (x[2i], x[2i+1])",
+        where=Where.heads(positions, "interleaved"),
     )
 
 
 @pytest.mark.parametrize("layout, rotary_dim", [("half", None), ("interleaved", None), ("half", 6), ("interleaved", 6)])
-def test_gradcheck_both_layouts_and_partial(layout, rotary_dim, central_difference):
+def test_gradcheck_both_layouts_and_partial(layout, rotary_dim, central_difference, expect):
     rng = np.random.default_rng(3)
     x0 = rng.standard_normal((2, 3, 10))
     weights = rng.standard_normal((2, 3, 10))  # loss = sum(weights * apply_rope(x))
     r = rotary_dim or 10
-    cos, sin = rope_cos_sin(np.array([4, 1000, 65535]), 1.0 / 10000 ** (np.arange(0, r, 2) / r))
+    positions = np.array([4, 1000, 65535])  # along x's axis -2
 
-    def loss(values):
-        return float(np.sum(weights * apply_rope(Tensor(values), cos, sin, layout, rotary_dim).data))
+    def tables(rope):
+        return rope.rope_cos_sin(positions, 1.0 / 10000 ** (np.arange(0, r, 2) / r))
 
-    x = Tensor(x0, requires_grad=True)
-    (apply_rope(x, cos, sin, layout, rotary_dim) * weights).sum().backward()
-    assert x.grad is not None, "x.grad is None: apply_rope must keep x in the autograd graph"
-    assert_close(
-        x.grad, central_difference(loss, x0), 1e-6, f"d loss / d x (autograd vs central differences), {layout=}, {rotary_dim=}",
-        "every entry of a pair must come from x through Tensor ops (indexing, *, -, concat, stack), "
-        "never from x.data or a numpy copy",
-    )
+    def autograd(rope):
+        x = Tensor(x0, requires_grad=True)
+        (rope.apply_rope(x, *tables(rope), layout, rotary_dim) * weights).sum().backward()
+        return x.grad
+
+    def numerical(rope):
+        cos, sin = tables(rope)
+        return central_difference(
+            lambda values: float(np.sum(weights * rope.apply_rope(Tensor(values), cos, sin, layout, rotary_dim).data)), x0)
+
+    expect.close(autograd, numerical, 1e-6,
+                 f"x.grad (d loss / d x by autograd) vs central differences, {layout=}, {rotary_dim=}",
+                 where=Where.heads(positions, layout, rotary_dim))
 
 
-def test_gradient_is_the_inverse_rotation():
+def test_gradient_is_the_inverse_rotation(expect):
     rng = np.random.default_rng(9)
     x0 = rng.standard_normal((2, 4, 5, 12))
     upstream = rng.standard_normal((2, 4, 5, 12))
     positions = rng.integers(0, 65536, size=(2, 5))
-    cos, sin = rope_cos_sin(positions, 1.0 / 10000 ** (np.arange(0, 8, 2) / 8))
-    cos, sin = cos[:, None], sin[:, None]
+
+    def tables(rope):
+        cos, sin = rope.rope_cos_sin(positions, 1.0 / 10000 ** (np.arange(0, 8, 2) / 8))
+        return cos[:, None], sin[:, None]
+
     for layout in ("half", "interleaved"):
-        x = Tensor(x0, requires_grad=True)
-        apply_rope(x, cos, sin, layout, rotary_dim=8).backward(upstream)
-        back_rotated = apply_rope(Tensor(upstream), cos, -sin, layout, rotary_dim=8).data
-        assert_close(
-            x.grad, back_rotated, 1e-12, f"x.grad vs the upstream gradient rotated by minus the angle, {layout=}",
-            "the backward of a rotation is its transpose, the rotation by -p*theta: apply_rope(g, cos, -sin)",
-        )
-        round_trip = apply_rope(apply_rope(Tensor(x0), cos, sin, layout, 8), cos, -sin, layout, 8).data
+        def gradient(rope, layout=layout):
+            x = Tensor(x0, requires_grad=True)
+            rope.apply_rope(x, *tables(rope), layout, rotary_dim=8).backward(upstream)
+            return x.grad
+
+        def back_rotated(rope, layout=layout):
+            cos, sin = tables(rope)
+            return rope.apply_rope(Tensor(upstream), cos, -sin, layout, rotary_dim=8).data
+
+        def round_trip(rope, layout=layout):
+            cos, sin = tables(rope)
+            there = rope.apply_rope(Tensor(x0), cos, sin, layout, 8)
+            return rope.apply_rope(there, cos, -sin, layout, 8).data
+
+        where = Where.heads(positions[:, None], layout, 8)
+        expect.close(gradient, back_rotated, 1e-12,
+                     f"x.grad vs the upstream gradient rotated by minus the angle, apply_rope(g, cos, -sin), {layout=} "
+                     "(the backward of a rotation is its transpose, the rotation by -p*theta)", where=where)
         # float32 tables have cos^2 + sin^2 = 1 only to ~1e-7
-        assert_close(round_trip, x0, 1e-6, f"rotating by +angle then -angle, {layout=}", "R(-a) R(a) = I")
+        expect.close(round_trip, x0, 1e-6, f"x rotated by +angle then by -angle (R(-a) R(a) = I), {layout=}",
+                     where=where)
 
 
-def test_rope_spec_fields():
+def fields(spec):
+    return spec.attention_scaling, spec.layout, spec.rotary_dim
+
+
+def test_rope_spec_fields(expect):
     inv_freq = (1.0 / 10000 ** (np.arange(0, 6, 2) / 6)).astype(np.float32)
-    spec = RopeSpec(inv_freq)
-    assert (spec.attention_scaling, spec.layout, spec.rotary_dim) == (1.0, "half", 6), (
-        "RopeSpec(inv_freq) defaults: attention_scaling 1.0, layout 'half', rotary_dim 2 * len(inv_freq)"
-    )
+    expect.equal(lambda rope: fields(rope.RopeSpec(inv_freq)), (1.0, "half", 6),
+                 "RopeSpec(inv_freq) (attention_scaling, layout, rotary_dim), whose defaults are 1.0, 'half' "
+                 "and 2 * len(inv_freq)")
     rng = np.random.default_rng(2)
     x = Tensor(rng.standard_normal((2, 3, 5, 10)).astype(np.float32))
     positions = np.array([0, 1, 2, 700, 40000])
     for scaling, layout in [(1.0, "half"), (1.3, "interleaved")]:
-        spec = RopeSpec(inv_freq, scaling, layout, 6)
-        assert (spec.attention_scaling, spec.layout, spec.rotary_dim) == (scaling, layout, 6)
-        cos, sin = rope_cos_sin(positions, inv_freq, scaling)
-        assert np.array_equal(spec.cos_sin(positions)[0], cos) and np.array_equal(spec.cos_sin(positions)[1], sin), (
-            "spec.cos_sin(positions) must be rope_cos_sin(positions, spec.inv_freq, spec.attention_scaling)"
-        )
-        want = apply_rope(x, cos, sin, layout=layout, rotary_dim=6).data
-        assert np.array_equal(spec.apply(x, positions).data, want), (
-            f"spec.apply(x, positions) must be apply_rope(x, cos, sin, {layout!r}, 6) with the spec's tables"
-        )
-    with pytest.raises(ValueError):
-        RopeSpec(inv_freq, 1.0, "half", 8)  # 3 frequencies rotate 6 entries, not 8
-    with pytest.raises(ValueError):
-        RopeSpec(inv_freq, 1.0, "adjacent", None)
-    with pytest.raises(TypeError):
-        RopeSpec(inv_freq, 1.0, "half", 6.0)  # the right number, not an int: refused at construction
+        given = f"RopeSpec(inv_freq, {scaling}, {layout!r}, 6)"
+        expect.equal(lambda rope, s=scaling, l=layout: fields(rope.RopeSpec(inv_freq, s, l, 6)), (scaling, layout, 6),
+                     f"{given} (attention_scaling, layout, rotary_dim)")
+        expect.equal(lambda rope, s=scaling, l=layout: rope.RopeSpec(inv_freq, s, l, 6).cos_sin(positions),
+                     lambda rope, s=scaling: rope.rope_cos_sin(positions, inv_freq, s),
+                     f"{given}.cos_sin(positions) vs rope_cos_sin(positions, spec.inv_freq, spec.attention_scaling)")
+        expect.equal(lambda rope, s=scaling, l=layout: rope.RopeSpec(inv_freq, s, l, 6).apply(x, positions).data,
+                     lambda rope, s=scaling, l=layout: rope.apply_rope(x, *rope.rope_cos_sin(positions, inv_freq, s),
+                                                                      layout=l, rotary_dim=6).data,
+                     f"{given}.apply(x, positions) vs apply_rope(x, cos, sin, {layout!r}, 6) with the spec's tables")
+    refuses(ValueError, lambda: RopeSpec(inv_freq, 1.0, "half", 8),
+            "RopeSpec(3 frequencies, 1.0, 'half', rotary_dim=8): 3 frequencies rotate 6 entries, not 8")
+    refuses(ValueError, lambda: RopeSpec(inv_freq, 1.0, "adjacent", None), "RopeSpec(inv_freq, 1.0, 'adjacent', None)")
+    refuses(TypeError, lambda: RopeSpec(inv_freq, 1.0, "half", 6.0),
+            "RopeSpec(3 frequencies, 1.0, 'half', rotary_dim=6.0): the right number, not an int, refused at construction")
     # The spec keeps its own read-only float32 copy: changing the caller's array changes nothing.
     mine = inv_freq.astype(np.float64)
     spec = RopeSpec(mine)
-    before = spec.cos_sin(positions)
-    mine[:] = 0.0
-    assert spec.inv_freq.dtype == np.float32 and np.array_equal(spec.inv_freq, inv_freq), (
-        "RopeSpec must keep a float32 copy of inv_freq, not the caller's array"
+    held, before = np.array(spec.inv_freq), spec.cos_sin(positions)
+    assert held.dtype == np.float32 and np.array_equal(held, inv_freq), (
+        f"RopeSpec(inv_freq as float64).inv_freq is {held!r}; expected inv_freq as float32, {inv_freq!r}"
     )
-    assert all(np.array_equal(a, b) for a, b in zip(spec.cos_sin(positions), before))
-    with pytest.raises(ValueError):
-        spec.inv_freq[0] = 1.0  # numpy refuses to write a read-only array
+    mine[:] = 0.0
+    assert np.array_equal(spec.inv_freq, held), (
+        f"spec.inv_freq changed from {held!r} to {np.asarray(spec.inv_freq)!r} when the caller zeroed the array "
+        "it built the spec from: the spec must keep a copy of its own"
+    )
+    assert all(np.array_equal(a, b) for a, b in zip(spec.cos_sin(positions), before)), (
+        "spec.cos_sin(positions) changed when the caller zeroed the array it built the spec from"
+    )
+    refuses(ValueError, lambda: spec.inv_freq.__setitem__(0, 1.0),
+            "spec.inv_freq[0] = 1.0: numpy refuses to write a read-only array")
 
 
 def _x(*shape):
@@ -291,61 +337,118 @@ def _tables(rows=3):
     return rope_cos_sin(np.arange(rows), [1.0, 0.1])
 
 
-@pytest.mark.parametrize(
-    "call, error",
-    [
-        pytest.param(lambda: apply_rope(_x(3, 4), *_tables(), rotary_dim=3), ValueError, id="odd-rotary_dim"),
-        pytest.param(lambda: apply_rope(_x(3, 4), *_tables(), rotary_dim=0), ValueError, id="zero-rotary_dim"),
-        pytest.param(lambda: apply_rope(_x(3, 4), *_tables(), rotary_dim=-2), ValueError, id="negative-rotary_dim"),
-        pytest.param(lambda: apply_rope(_x(3, 4), *_tables(), rotary_dim=6), ValueError, id="oversized-rotary_dim"),
-        pytest.param(lambda: apply_rope(_x(3, 5), *_tables()), ValueError, id="odd-head_dim"),
-        pytest.param(lambda: apply_rope(_x(3, 4), *_tables(), rotary_dim=2.0), TypeError, id="float-rotary_dim"),
-        pytest.param(lambda: apply_rope(_x(3, 4), _tables()[0], _tables(2)[1]), ValueError, id="cos-sin-shapes-differ"),
-        pytest.param(lambda: apply_rope(_x(3, 6), *_tables()), ValueError, id="tables-too-narrow"),
-        pytest.param(lambda: apply_rope(_x(3, 4), *_tables(), rotary_dim=2), ValueError, id="tables-too-wide"),
-        pytest.param(lambda: apply_rope(_x(5, 4), *_tables()), ValueError, id="tables-not-broadcastable"),
-        pytest.param(lambda: apply_rope(_x(3, 4), *(t[None].repeat(2, 0) for t in _tables())),
-                     ValueError, id="tables-would-enlarge-x"),
-        pytest.param(lambda: apply_rope(_x(3, 4), _tables()[0] * np.nan, _tables()[1]), ValueError, id="nan-cos"),
-        pytest.param(lambda: apply_rope(_x(3, 4), _tables()[0], np.full((3, 2), np.inf, np.float32)), ValueError, id="inf-sin"),
-        pytest.param(lambda: apply_rope(_x(3, 4), *_tables(), layout="adjacent"), ValueError, id="unknown-layout"),
-        pytest.param(lambda: apply_rope(np.ones((3, 4), np.float32), *_tables()), TypeError, id="x-not-a-Tensor"),
-        pytest.param(lambda: rope_cos_sin([0, -1, 2], [1.0]), ValueError, id="negative-position"),
-        pytest.param(lambda: rope_cos_sin([0.0, 1.5], [1.0]), ValueError, id="fractional-position"),
-        pytest.param(lambda: rope_cos_sin([0.0, np.nan], [1.0]), ValueError, id="nan-position"),
-        pytest.param(lambda: rope_cos_sin(["0", "1"], [1.0]), TypeError, id="string-positions"),
-        pytest.param(lambda: rope_cos_sin([0, 1], [[1.0, 0.1]]), ValueError, id="inv_freq-2d"),
-        pytest.param(lambda: rope_cos_sin([0, 1], []), ValueError, id="inv_freq-empty"),
-        pytest.param(lambda: rope_cos_sin([0, 1], [1.0], attention_scaling=0.0), ValueError, id="zero-scaling"),
-        # float32's limits (chapter section 6): numbers it cannot carry are refused, not turned into inf or nan
-        pytest.param(lambda: rope_cos_sin([0, 2**24], [1.0]), ValueError, id="position-2**24"),
-        pytest.param(lambda: rope_cos_sin([1e39], [1.0]), ValueError, id="position-1e39"),
-        pytest.param(lambda: rope_cos_sin(2**70, [1.0]), ValueError, id="position-beyond-int64"),
-        pytest.param(lambda: rope_cos_sin([0, 1], [1.0, 2.0**105]), ValueError, id="inv_freq-above-2**104"),
-        pytest.param(lambda: rope_cos_sin([0, 1], [1e39]), ValueError, id="inv_freq-1e39"),
-        pytest.param(lambda: rope_cos_sin([0, 1], [1.0], attention_scaling=1e39), ValueError, id="scaling-1e39"),
-        pytest.param(lambda: rope_cos_sin([0, 1], [1.0], attention_scaling=2.0**-127), ValueError,
-                     id="scaling-below-2**-126"),
-        pytest.param(lambda: apply_rope(_x(3, 4), np.full((3, 2), 1e39), _tables()[1]), ValueError,
-                     id="float64-cos-beyond-float32-x"),
-        pytest.param(lambda: rope_cos_sin([0, 1], [1.0], attention_scaling=True), TypeError, id="bool-scaling"),
-        pytest.param(lambda: apply_rope(_x(3, 4), *_tables(), rotary_dim=True), TypeError, id="bool-rotary_dim"),
-        pytest.param(lambda: apply_rope(_x(3, 4), *_tables(), layout=["half"]), ValueError, id="layout-a-list"),
-    ],
-)
-def test_validation(call, error):
-    with pytest.raises(error):
-        call()
-    # Accepted on the way: integral float positions, and every valid shape above.
-    cos, sin = rope_cos_sin(np.array([0.0, 2.0]), [1.0])
-    assert cos.shape == (2, 1) and np.isclose(cos[1, 0], np.cos(2.0), atol=1e-6)
-    # ... and the limits themselves, with the tables the float32 formula gives (finite, HF's numbers)
-    last = 2**24 - 1
-    for inv_freq, scaling in [([2.0**104, 1.0], 1.0), ([1.0], 2.0**-126), ([1.0], float(np.finfo(np.float32).max))]:
-        cos, sin = rope_cos_sin([0, last], inv_freq, scaling)
-        angles = float32_angles([0, last], inv_freq).astype(np.float64)
-        where = f"rope_cos_sin([0, 2**24 - 1], {inv_freq}, {scaling}), divided by attention_scaling"
-        hint = "the limits are valid input: one float32 product per angle, then cos and sin, times the scaling"
-        # 2.5e-7 of numpy's float32 cos/sin, and up to 1.2e-7 more where the scaled table is subnormal
-        assert_close(cos / np.float64(scaling), np.cos(angles), 4e-7, where, hint)
-        assert_close(sin / np.float64(scaling), np.sin(angles), 4e-7, where, hint)
+def refused(case_id, error, passed, call):
+    """A test_validation case: call() must raise `error`; `passed` says what it passes."""
+    return pytest.param(Case(passed, lambda expect: refuses(error, call, passed)), id=case_id)
+
+
+def accepted(case_id, passed, positions, inv_freq, scaling, atol):
+    """A test_validation case: rope_cos_sin(positions, inv_freq, scaling) (as
+    `passed` writes it) must return the tables of the float32 angles, each
+    divided by the scaling within atol."""
+
+    def check(expect):
+        try:
+            rope_cos_sin(positions, inv_freq, scaling)
+        except Exception as error:
+            pytest.fail(f"{passed}\n  is valid input and should return finite tables, but raised "
+                        f"{type(error).__name__}: {error}")
+        angles = float32_angles(positions, inv_freq).astype(np.float64)
+        for k, (name, formula) in enumerate([("cos", np.cos), ("sin", np.sin)]):
+            expect.close(lambda rope, k=k: rope.rope_cos_sin(positions, inv_freq, scaling)[k] / np.float64(scaling),
+                         formula(angles), atol, f"{passed}: {name} divided by attention_scaling, vs the {name} of "
+                         "the float32 angles", where=Where.tables(positions))
+
+    return pytest.param(Case(passed, check), id=case_id)
+
+
+LAST = 2**24 - 1  # the largest valid position
+TABLE = "cos and sin [3, 2]"  # _tables(): for r = 4, three positions
+
+
+# Each case: what it passes, and what it must raise (or, for the valid edges, return).
+CASES = [
+    refused("odd-rotary_dim", ValueError, f"apply_rope(x [3, 4], {TABLE}, rotary_dim=3): an odd rotary_dim",
+            lambda: apply_rope(_x(3, 4), *_tables(), rotary_dim=3)),
+    refused("zero-rotary_dim", ValueError, f"apply_rope(x [3, 4], {TABLE}, rotary_dim=0)",
+            lambda: apply_rope(_x(3, 4), *_tables(), rotary_dim=0)),
+    refused("negative-rotary_dim", ValueError, f"apply_rope(x [3, 4], {TABLE}, rotary_dim=-2)",
+            lambda: apply_rope(_x(3, 4), *_tables(), rotary_dim=-2)),
+    refused("oversized-rotary_dim", ValueError, f"apply_rope(x [3, 4], {TABLE}, rotary_dim=6): larger than head_dim 4",
+            lambda: apply_rope(_x(3, 4), *_tables(), rotary_dim=6)),
+    refused("odd-head_dim", ValueError, f"apply_rope(x [3, 5], {TABLE}): rotary_dim None with an odd head_dim",
+            lambda: apply_rope(_x(3, 5), *_tables())),
+    refused("float-rotary_dim", TypeError, f"apply_rope(x [3, 4], {TABLE}, rotary_dim=2.0): a float, not an int",
+            lambda: apply_rope(_x(3, 4), *_tables(), rotary_dim=2.0)),
+    refused("cos-sin-shapes-differ", ValueError, "apply_rope(x [3, 4], cos [3, 2], sin [2, 2])",
+            lambda: apply_rope(_x(3, 4), _tables()[0], _tables(2)[1])),
+    refused("tables-too-narrow", ValueError, f"apply_rope(x [3, 6], {TABLE}): tables 2 wide where r/2 = 3",
+            lambda: apply_rope(_x(3, 6), *_tables())),
+    refused("tables-too-wide", ValueError, f"apply_rope(x [3, 4], {TABLE}, rotary_dim=2): tables 2 wide where r/2 = 1",
+            lambda: apply_rope(_x(3, 4), *_tables(), rotary_dim=2)),
+    refused("tables-not-broadcastable", ValueError, f"apply_rope(x [5, 4], {TABLE}): 3 table rows for 5 rows of x",
+            lambda: apply_rope(_x(5, 4), *_tables())),
+    refused("tables-would-enlarge-x", ValueError, "apply_rope(x [3, 4], cos and sin [2, 3, 2]): tables that would "
+            "broadcast x up to [2, 3, 2]", lambda: apply_rope(_x(3, 4), *(t[None].repeat(2, 0) for t in _tables()))),
+    refused("nan-cos", ValueError, "apply_rope(x [3, 4], cos [3, 2] all nan, sin [3, 2])",
+            lambda: apply_rope(_x(3, 4), _tables()[0] * np.nan, _tables()[1])),
+    refused("inf-sin", ValueError, "apply_rope(x [3, 4], cos [3, 2], sin [3, 2] all inf)",
+            lambda: apply_rope(_x(3, 4), _tables()[0], np.full((3, 2), np.inf, np.float32))),
+    refused("unknown-layout", ValueError, f"apply_rope(x [3, 4], {TABLE}, layout='adjacent')",
+            lambda: apply_rope(_x(3, 4), *_tables(), layout="adjacent")),
+    refused("x-not-a-Tensor", TypeError, f"apply_rope(a numpy array [3, 4], {TABLE}): x not a Tensor",
+            lambda: apply_rope(np.ones((3, 4), np.float32), *_tables())),
+    refused("negative-position", ValueError, "rope_cos_sin([0, -1, 2], [1.0])",
+            lambda: rope_cos_sin([0, -1, 2], [1.0])),
+    refused("fractional-position", ValueError, "rope_cos_sin([0.0, 1.5], [1.0])",
+            lambda: rope_cos_sin([0.0, 1.5], [1.0])),
+    refused("nan-position", ValueError, "rope_cos_sin([0.0, nan], [1.0])",
+            lambda: rope_cos_sin([0.0, np.nan], [1.0])),
+    refused("string-positions", TypeError, "rope_cos_sin(['0', '1'], [1.0])",
+            lambda: rope_cos_sin(["0", "1"], [1.0])),
+    refused("inv_freq-2d", ValueError, "rope_cos_sin([0, 1], [[1.0, 0.1]]): inv_freq of shape (1, 2)",
+            lambda: rope_cos_sin([0, 1], [[1.0, 0.1]])),
+    refused("inv_freq-empty", ValueError, "rope_cos_sin([0, 1], [])",
+            lambda: rope_cos_sin([0, 1], [])),
+    refused("zero-scaling", ValueError, "rope_cos_sin([0, 1], [1.0], attention_scaling=0.0)",
+            lambda: rope_cos_sin([0, 1], [1.0], attention_scaling=0.0)),
+    # float32's limits (chapter section 6): numbers it cannot carry are refused, not turned into inf or nan
+    refused("position-2**24", ValueError, "rope_cos_sin([0, 2**24], [1.0]): a position of 2**24",
+            lambda: rope_cos_sin([0, 2**24], [1.0])),
+    refused("position-1e39", ValueError, "rope_cos_sin([1e39], [1.0])",
+            lambda: rope_cos_sin([1e39], [1.0])),
+    refused("position-beyond-int64", ValueError, "rope_cos_sin(2**70, [1.0]): a Python int beyond int64",
+            lambda: rope_cos_sin(2**70, [1.0])),
+    refused("inv_freq-above-2**104", ValueError, "rope_cos_sin([0, 1], [1.0, 2.0**105])",
+            lambda: rope_cos_sin([0, 1], [1.0, 2.0**105])),
+    refused("inv_freq-1e39", ValueError, "rope_cos_sin([0, 1], [1e39])",
+            lambda: rope_cos_sin([0, 1], [1e39])),
+    refused("scaling-1e39", ValueError, "rope_cos_sin([0, 1], [1.0], attention_scaling=1e39)",
+            lambda: rope_cos_sin([0, 1], [1.0], attention_scaling=1e39)),
+    refused("scaling-below-2**-126", ValueError, "rope_cos_sin([0, 1], [1.0], attention_scaling=2.0**-127)",
+            lambda: rope_cos_sin([0, 1], [1.0], attention_scaling=2.0**-127)),
+    refused("float64-cos-beyond-float32-x", ValueError, "apply_rope(float32 x [3, 4], float64 cos [3, 2] all 1e39, "
+            "sin [3, 2]): a table beyond float32's range", lambda: apply_rope(_x(3, 4), np.full((3, 2), 1e39), _tables()[1])),
+    refused("bool-scaling", TypeError, "rope_cos_sin([0, 1], [1.0], attention_scaling=True)",
+            lambda: rope_cos_sin([0, 1], [1.0], attention_scaling=True)),
+    refused("bool-rotary_dim", TypeError, f"apply_rope(x [3, 4], {TABLE}, rotary_dim=True)",
+            lambda: apply_rope(_x(3, 4), *_tables(), rotary_dim=True)),
+    refused("layout-a-list", ValueError, f"apply_rope(x [3, 4], {TABLE}, layout=['half'])",
+            lambda: apply_rope(_x(3, 4), *_tables(), layout=["half"])),
+    # Valid input, at the edges: whole numbers held by floats, and float32's limits themselves (section 6)
+    # give finite tables.  2.5e-7 of numpy's float32 cos/sin, and up to 1.2e-7 more where a scaled table
+    # is subnormal.
+    accepted("accepts-float-positions", "rope_cos_sin(np.array([0.0, 2.0]), [1.0])",
+             np.array([0.0, 2.0]), [1.0], 1.0, 1e-6),
+    accepted("accepts-inv_freq-2**104", "rope_cos_sin([0, 2**24 - 1], [2.0**104, 1.0])",
+             [0, LAST], [2.0**104, 1.0], 1.0, 4e-7),
+    accepted("accepts-scaling-2**-126", "rope_cos_sin([0, 2**24 - 1], [1.0], attention_scaling=2.0**-126)",
+             [0, LAST], [1.0], 2.0**-126, 4e-7),
+    accepted("accepts-scaling-float32-max", "rope_cos_sin([0, 2**24 - 1], [1.0], attention_scaling=float32's largest)",
+             [0, LAST], [1.0], float(np.finfo(np.float32).max), 4e-7),
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_validation(case, expect):
+    case(expect)

@@ -6,13 +6,22 @@ Golden values come from fixtures/L7.4/rope_scaling_hf.npz
 (oracle/L7.4/rope_scaling_hf.py, transformers 5.19.0 on torch 2.13.0); the
 `rope_scaling_hf` fixture loads them.  Its provenance lists every case with the
 inputs HF resolved for it, and the tests call rope_parameters with exactly those.
+
+Each comparison is a scenario, a function of `rope` (the code under test:
+rope_parameters, rope_spec), checked through the `expect` fixture
+(course/tests/diagnose.py).  When one fails, the same scenario runs on the
+known mistakes of course/mutants/L7.4/ (the pitfalls and the misconceptions),
+and the message names the one that gives your result, or says where your
+result differs without guessing a cause.
 """
 
 import copy
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from diagnose import Case, Expectations, Mistakes, Where, refuses
 
 from tinyllm.autograd.tensor import Tensor
 from tinyllm.modern.rope_scaling import rope_parameters, rope_spec
@@ -30,30 +39,26 @@ TABLE_ATOL = 2.5e-7
 # the 2 ulps by which HF's dynamic forward differs from its own init function.
 ANGLE_RTOL = 2e-6
 
+# The chapter section that defines each rope type's rule.
+SECTION = {"default": 3, "linear": 4, "dynamic": 5, "yarn": 6, "longrope": 7, "llama3": 8}
 
-def assert_close(got, expected, *, rtol=0.0, atol=0.0, what, hint):
-    """Compare arrays entry by entry (|got - expected| <= atol + rtol |expected|);
-    on failure name the worst entry, the two values and what to look at."""
-    got = np.asarray(got, np.float64)
-    expected = np.asarray(expected, np.float64)
-    assert got.shape == expected.shape, f"{what}: shape {got.shape}, expected {expected.shape}. {hint}"
-    allowed = atol + rtol * np.abs(expected)
-    diff = np.abs(got - expected)
-    if not np.all(diff <= allowed):  # also catches nan
-        excess = np.where(np.isnan(diff), np.inf, diff - allowed)
-        worst = np.unravel_index(np.argmax(excess), diff.shape)
-        pytest.fail(
-            f"{what}: at index {tuple(int(i) for i in worst)} got {got[worst]!r}, expected {expected[worst]!r} "
-            f"(|diff| {diff[worst]:.3g} > allowed {allowed[worst]:.3g}; "
-            f"{int(np.sum(~(diff <= allowed)))} of {diff.size} entries off).\n  Look at: {hint}"
-        )
+# What a scenario may use of the code under test: the student's, or a known mistake's.
+STUDENT = SimpleNamespace(rope_parameters=rope_parameters, rope_spec=rope_spec)
+MISTAKES = Mistakes("L7.4", "tinyllm/modern/rope_scaling.py", names=tuple(vars(STUDENT)))
+PAIRS = Where.tables()  # an inv_freq [r/2]: one entry per pair
 
 
-def call(case_inputs):
-    """rope_parameters with a case's recorded inputs (a deep copy: it must not change them)."""
+@pytest.fixture
+def expect():
+    """This test's comparisons; a failing one names the known mistake that gives the same result."""
+    return Expectations(STUDENT, MISTAKES)
+
+
+def call(rope, case_inputs):
+    """rope.rope_parameters with a case's recorded inputs (a deep copy: it must not change them)."""
     inputs = copy.deepcopy(case_inputs)
-    return rope_parameters(inputs["rope_parameters"], inputs["head_dim"], seq_len=inputs["seq_len"],
-                           max_position_embeddings=inputs["max_position_embeddings"])
+    return rope.rope_parameters(inputs["rope_parameters"], inputs["head_dim"], seq_len=inputs["seq_len"],
+                                max_position_embeddings=inputs["max_position_embeddings"])
 
 
 def ladder(base, r):
@@ -61,24 +66,23 @@ def ladder(base, r):
     return 1.0 / base ** (np.arange(0, r, 2) / r)
 
 
-HINTS = {
-    "default": "theta_i = rope_theta ** (-2i / r) with r = int(head_dim * partial_rotary_factor)",
-    "linear": "linear divides every theta_i BY factor (positions are squeezed, so frequencies shrink)",
-    "dynamic": "dynamic: unchanged up to max_position_embeddings; beyond, the ladder of "
-               "base * (factor * seq_len / max_position_embeddings - (factor - 1)) ** (r / (r - 2))",
-    "yarn": "yarn: a ramp over the pair index from low = floor(pair making beta_fast turns) to high = "
-            "ceil(pair making beta_slow turns): theta_i below, theta_i / factor above; s = 0.1 ln(factor) + 1",
-    "longrope": "longrope: theta_i / short_factor[i] up to original_max_position_embeddings, "
-                "theta_i / long_factor[i] past it; s = sqrt(1 + ln(factor) / ln(original))",
-    "llama3": "llama3 bands by WAVELENGTH 2 pi / theta_i: < original/high_freq_factor kept, "
-              "> original/low_freq_factor divided by factor, blended in between",
-}
+def rule(rope_type):
+    """A rope type and where the chapter defines it: "yarn, chapter section 6"."""
+    return f"{rope_type}, chapter section {SECTION.get(rope_type, 3)}"
+
+
+def collected(failures, check):
+    """Run check(); a failed comparison is added to `failures` (each case is reported)."""
+    try:
+        check()
+    except pytest.fail.Exception as failure:
+        failures.append(str(failure).strip())
 
 
 # ---- 1. the worked example -------------------------------------------------------------------
 
 
-def test_hand_example():
+def test_hand_example(expect):
     # Chapter section 10: head_dim 8, rope_theta 1e4, so theta = (1, 0.1, 0.01, 0.001).
     base = {"rope_theta": 10000.0}
     examples = [
@@ -97,105 +101,101 @@ def test_hand_example():
                     "original_max_position_embeddings": 1024}, {}, [1.0, 0.1, 0.003086762, 0.000125], 1.0),
     ]
     for name, fields, kwargs, want_inv_freq, want_scaling in examples:
-        inv_freq, scaling = rope_parameters({**base, **fields}, 8, **kwargs)
-        kind = name.split()[0]
-        # the printed values have 7 significant digits; float32 adds 6e-8 relative
-        assert_close(inv_freq, want_inv_freq, rtol=1e-6, what=f"hand example {name}: inv_freq", hint=HINTS[kind])
-        assert abs(scaling - want_scaling) <= 1e-6, (
-            f"hand example {name}: attention_scaling {scaling!r}, expected {want_scaling}. {HINTS[kind]}"
-        )
+        def parameters(rope, fields=fields, kwargs=kwargs):
+            return rope.rope_parameters({**base, **copy.deepcopy(fields)}, 8, **kwargs)
+
+        what = f"hand example {name} (chapter section {SECTION[name.split()[0]]})"
+        # the printed values have 7 significant digits; float32 adds 6e-8 relative (atol 0, rtol 1e-6)
+        expect.close(lambda rope, f=parameters: f(rope)[0], want_inv_freq, 0.0, f"{what}: inv_freq", rtol=1e-6,
+                     where=PAIRS)
+        expect.close(lambda rope, f=parameters: f(rope)[1], want_scaling, 1e-6, f"{what}: attention_scaling")
 
 
 # ---- 2-6. against Hugging Face --------------------------------------------------------------
 
 
-def test_inv_freq_golden(rope_scaling_hf):
+def test_inv_freq_golden(rope_scaling_hf, expect):
     failures = []
     for case, inputs in rope_scaling_hf.provenance["cases"].items():
-        inv_freq, _ = call(inputs)
-        want = rope_scaling_hf[f"{case}/inv_freq"]
         rope_type = inputs["rope_parameters"]["rope_type"]
-        try:
-            assert isinstance(inv_freq, np.ndarray) and inv_freq.dtype == np.float32, (
-                f"inv_freq must be a float32 numpy array, got {type(inv_freq).__name__} "
-                f"{getattr(inv_freq, 'dtype', '')}"
-            )
-            assert_close(inv_freq, want, rtol=INV_FREQ_RTOL, what=f"{case}: inv_freq vs HF", hint=HINTS[rope_type])
-        except (AssertionError, pytest.fail.Exception) as failure:
-            failures.append(f"{case} ({rope_type}, head_dim {inputs['head_dim']}, seq_len {inputs['seq_len']}): "
-                            f"{str(failure).strip()}")
-    assert not failures, f"{len(failures)} cases differ from HF:\n" + "\n".join(failures)
+        collected(failures, lambda: expect.close(
+            lambda rope, inputs=inputs: call(rope, inputs)[0], rope_scaling_hf[f"{case}/inv_freq"], 0.0,
+            f"{case} ({rule(rope_type)}, head_dim {inputs['head_dim']}, seq_len {inputs['seq_len']}): inv_freq vs HF",
+            rtol=INV_FREQ_RTOL, where=PAIRS, dtype=np.float32))
+    assert not failures, f"{len(failures)} cases differ from HF:\n\n" + "\n\n".join(failures)
 
 
-def test_attention_scaling_golden(rope_scaling_hf):
+def test_attention_scaling_golden(rope_scaling_hf, expect):
     failures = []
     for case, inputs in rope_scaling_hf.provenance["cases"].items():
-        _, scaling = call(inputs)
-        want = float(rope_scaling_hf[f"{case}/attention_scaling"])
         rope_type = inputs["rope_parameters"]["rope_type"]
-        if not abs(scaling - want) <= SCALING_RTOL * want:
-            failures.append(f"{case} ({rope_type}): attention_scaling {scaling!r}, HF {want!r}. {HINTS[rope_type]}")
-    assert not failures, f"{len(failures)} cases differ from HF:\n" + "\n".join(failures)
+        collected(failures, lambda: expect.close(
+            lambda rope, inputs=inputs: call(rope, inputs)[1], float(rope_scaling_hf[f"{case}/attention_scaling"]),
+            0.0, f"{case} ({rule(rope_type)}): attention_scaling vs HF", rtol=SCALING_RTOL))
+    assert not failures, f"{len(failures)} cases differ from HF:\n\n" + "\n\n".join(failures)
 
 
-def test_dynamic_follows_seq_len_golden(rope_scaling_hf):
+def test_dynamic_follows_seq_len_golden(rope_scaling_hf, expect):
     cases = rope_scaling_hf.provenance["cases"]
     plain = ladder(10000.0, 128)
     # dynamic-128: factor 2, max_position_embeddings 4096
     for case in ("dynamic-128", "dynamic-128@2048", "dynamic-128@4096"):
-        inv_freq, _ = call(cases[case])
-        assert_close(inv_freq, plain, rtol=INV_FREQ_RTOL, what=f"{case}: seq_len <= max_position_embeddings",
-                     hint="dynamic changes nothing until the sequence is longer than max_position_embeddings: "
-                          "use max(seq_len, max_position_embeddings), and max_position_embeddings for None")
+        expect.close(lambda rope, case=case: call(rope, cases[case])[0], plain, 0.0,
+                     f"{case} (seq_len {cases[case]['seq_len']}, max_position_embeddings 4096): inv_freq vs the plain "
+                     "ladder, which dynamic keeps up to max_position_embeddings", rtol=INV_FREQ_RTOL, where=PAIRS)
     previous = plain
     for case in ("dynamic-128@4097", "dynamic-128@8192", "dynamic-128@16384", "dynamic-128@131072"):
-        inv_freq, _ = call(cases[case])
-        assert_close(inv_freq, rope_scaling_hf[f"{case}/inv_freq"], rtol=INV_FREQ_RTOL, what=f"{case} vs HF",
-                     hint=HINTS["dynamic"])
+        expect.close(lambda rope, case=case: call(rope, cases[case])[0], rope_scaling_hf[f"{case}/inv_freq"], 0.0,
+                     f"{case} ({rule('dynamic')}): inv_freq vs HF", rtol=INV_FREQ_RTOL, where=PAIRS)
         seq_len = cases[case]["seq_len"]
         # the slowest pair is divided by exactly factor * seq_len / max - (factor - 1)
         stretch = 2 * seq_len / 4096 - 1
-        assert_close(inv_freq[-1], plain[-1] / stretch, rtol=INV_FREQ_RTOL,
-                     what=f"{case}: the slowest pair", hint="the base exponent r / (r - 2) makes the slowest "
-                     "pair shrink by exactly factor * seq_len / max_position_embeddings - (factor - 1)")
-        assert np.all(inv_freq[1:] < previous[1:]), f"{case}: a longer sequence must grow the base further"
+        expect.close(lambda rope, case=case: call(rope, cases[case])[0][-1], plain[-1] / stretch, 0.0,
+                     f"{case}: the slowest pair vs the plain one divided by factor * seq_len / "
+                     f"max_position_embeddings - (factor - 1) = {stretch:g}", rtol=INV_FREQ_RTOL)
+        inv_freq = call(STUDENT, cases[case])[0]
+        assert np.all(inv_freq[1:] < previous[1:]), (
+            f"{case}: inv_freq[1:] is not below that of the shorter sequence before it, at pairs "
+            f"{np.flatnonzero(~(inv_freq[1:] < previous[1:])) + 1}; a longer sequence must grow the base further"
+        )
         previous = inv_freq
 
 
-def test_longrope_switches_past_original_length_golden(rope_scaling_hf):
+def test_longrope_switches_past_original_length_golden(rope_scaling_hf, expect):
     cases = rope_scaling_hf.provenance["cases"]
-    # Phi-3-mini-128k: original_max_position_embeddings 4096
-    results = {case: call(cases[case]) for case in
-               ("phi3-mini-128k", "phi3-mini-128k@4096", "phi3-mini-128k@4097", "phi3-mini-128k@131072")}
-    for case, (inv_freq, scaling) in results.items():
-        assert_close(inv_freq, rope_scaling_hf[f"{case}/inv_freq"], rtol=INV_FREQ_RTOL, what=f"{case} vs HF",
-                     hint="seq_len None or <= original_max_position_embeddings (4096 is still short): "
-                          "short_factor; seq_len > 4096: long_factor")
-        assert abs(scaling - 1.1902380714238083) <= 1e-12, (
-            f"{case}: attention_scaling {scaling!r}; Phi-3 has no factor, so factor = 131072 / 4096 = 32 "
-            "and s = sqrt(1 + ln 32 / ln 4096) = 1.19024, whatever the sequence length"
-        )
-    short, long = results["phi3-mini-128k@4096"][0], results["phi3-mini-128k@4097"][0]
-    assert not np.allclose(short, long), "4096 and 4097 positions must use different factor lists"
+    # Phi-3-mini-128k: original_max_position_embeddings 4096, no factor: factor = 131072 / 4096 = 32
+    for case in ("phi3-mini-128k", "phi3-mini-128k@4096", "phi3-mini-128k@4097", "phi3-mini-128k@131072"):
+        seq_len = cases[case]["seq_len"]
+        expect.close(lambda rope, case=case: call(rope, cases[case])[0], rope_scaling_hf[f"{case}/inv_freq"], 0.0,
+                     f"{case} (seq_len {seq_len}; original_max_position_embeddings 4096): inv_freq vs HF",
+                     rtol=INV_FREQ_RTOL, where=PAIRS)
+        expect.close(lambda rope, case=case: call(rope, cases[case])[1], 1.1902380714238083, 1e-12,
+                     f"{case}: attention_scaling vs sqrt(1 + ln 32 / ln 4096) = 1.19024, which does not depend on "
+                     "seq_len")
+    short, long = call(STUDENT, cases["phi3-mini-128k@4096"])[0], call(STUDENT, cases["phi3-mini-128k@4097"])[0]
+    assert not np.allclose(short, long), (
+        "inv_freq at seq_len 4096 and at 4097 are the same; past original_max_position_embeddings (4096) "
+        "another factor list applies"
+    )
 
 
-def test_tables_golden(rope_scaling_hf):
+def test_tables_golden(rope_scaling_hf, expect):
     cases = rope_scaling_hf.provenance["cases"]
     for model, case in rope_scaling_hf.provenance["tables"].items():
         inputs = cases[case]
-        inv_freq, scaling = call(inputs)
+        inv_freq, scaling = call(STUDENT, inputs)
         positions = rope_scaling_hf[f"tables/{model}/positions"]
-        spec = rope_spec({"head_dim": inputs["head_dim"], "max_position_embeddings": inputs["max_position_embeddings"],
-                          "rope_parameters": copy.deepcopy(inputs["rope_parameters"])}, seq_len=inputs["seq_len"])
-        cos, sin = spec.cos_sin(positions)  # L7.3's tables from this spec: [P, r/2]
+        config = {"head_dim": inputs["head_dim"], "max_position_embeddings": inputs["max_position_embeddings"],
+                  "rope_parameters": inputs["rope_parameters"]}
         angle = positions[:, None].astype(np.float64) * np.asarray(inv_freq, np.float64)
         atol = scaling * (TABLE_ATOL + ANGLE_RTOL * angle)  # see ANGLE_RTOL: tight for the slow, scaled pairs
-        hint = (f"the spec's inv_freq and attention_scaling ({scaling:.6f}, on BOTH tables) for "
-                f"{inputs['rope_parameters']['rope_type']} at seq_len {inputs['seq_len']}")
-        assert_close(cos, rope_scaling_hf[f"tables/{model}/cos"], atol=atol, what=f"{model}: cos to position 131071",
-                     hint=hint)
-        assert_close(sin, rope_scaling_hf[f"tables/{model}/sin"], atol=atol, what=f"{model}: sin to position 131071",
-                     hint=hint)
+        for k, name in enumerate(("cos", "sin")):
+            # L7.3's tables from this spec: [P, r/2]
+            expect.close(
+                lambda rope, config=config, k=k: rope.rope_spec(copy.deepcopy(config), seq_len=inputs["seq_len"])
+                .cos_sin(positions)[k], rope_scaling_hf[f"tables/{model}/{name}"], atol,
+                f"{model} ({rule(inputs['rope_parameters']['rope_type'])}, seq_len {inputs['seq_len']}): "
+                f"rope_spec(...).cos_sin {name} to position 131071 vs HF", where=Where.tables(positions))
 
 
 # ---- 7. real checkpoints: config.json as published ---------------------------------------------
@@ -259,137 +259,152 @@ PHI_3_MINI_128K = {  # microsoft/Phi-3-mini-128k-instruct, config.json
 }
 
 
-@pytest.mark.parametrize("name, config, seq_len, case, head_dim, hint", [
-    ("Llama 3.1 8B", LLAMA_3_1_8B, None, "llama3.1-8b", 128,
-     "rope_scaling with rope_type llama3; rope_theta at the top level"),
-    ("Qwen2.5 7B + YaRN", QWEN_2_5_7B_YARN, None, "qwen2.5-7b-yarn", 128,
-     "rope_scaling says \"type\": \"yarn\" (the legacy key for rope_type); head_dim = 3584 // 28"),
-    ("Phi-3-mini-128k, short", PHI_3_MINI_128K, None, "phi3-mini-128k", 96,
-     "longrope with original_max_position_embeddings at the TOP level of config.json; no seq_len: short_factor"),
-    ("Phi-3-mini-128k, long", PHI_3_MINI_128K, 131072, "phi3-mini-128k@131072", 96,
-     "seq_len 131072 > original 4096: long_factor"),
+@pytest.mark.parametrize("name, config, seq_len, case, head_dim, note", [
+    pytest.param("Llama 3.1 8B", LLAMA_3_1_8B, None, "llama3.1-8b", 128,
+                 "rope_scaling with rope_type llama3, rope_theta at the top level", id="llama3.1-8b"),
+    pytest.param("Qwen2.5 7B + YaRN", QWEN_2_5_7B_YARN, None, "qwen2.5-7b-yarn", 128,
+                 "rope_scaling with \"type\": \"yarn\" (the legacy key for rope_type); head_dim 3584 // 28",
+                 id="qwen2.5-7b-yarn"),
+    pytest.param("Phi-3-mini-128k, short", PHI_3_MINI_128K, None, "phi3-mini-128k", 96,
+                 "longrope, original_max_position_embeddings at the top level of config.json; no seq_len",
+                 id="phi3-mini-128k-short"),
+    pytest.param("Phi-3-mini-128k, long", PHI_3_MINI_128K, 131072, "phi3-mini-128k@131072", 96,
+                 "longrope, original_max_position_embeddings 4096 at the top level; seq_len 131072",
+                 id="phi3-mini-128k-long"),
 ])
-def test_real_model_configs(rope_scaling_hf, name, config, seq_len, case, head_dim, hint):
-    untouched = copy.deepcopy(config)
-    spec = rope_spec(config, seq_len=seq_len)
-    assert config == untouched, f"{name}: rope_spec changed the config dict it was given"
-    assert (spec.layout, spec.rotary_dim) == ("half", head_dim), (
-        f"{name}: spec layout {spec.layout!r}, rotary_dim {spec.rotary_dim}; expected 'half' (HF's rotate_half) "
-        f"and the whole head, {head_dim}"
-    )
-    assert_close(spec.inv_freq, rope_scaling_hf[f"{case}/inv_freq"], rtol=INV_FREQ_RTOL,
-                 what=f"{name}: spec.inv_freq vs HF", hint=hint)
+def test_real_model_configs(rope_scaling_hf, expect, name, config, seq_len, case, head_dim, note):
+    def spec(rope):
+        return rope.rope_spec(copy.deepcopy(config), seq_len=seq_len)
+
+    given = f"{name} ({note})"
+    expect.equal(lambda rope: (spec(rope).layout, spec(rope).rotary_dim), ("half", head_dim),
+                 f"{given}: the spec's (layout, rotary_dim): HF's rotate_half layout, and the whole head")
+    expect.close(lambda rope: spec(rope).inv_freq, rope_scaling_hf[f"{case}/inv_freq"], 0.0,
+                 f"{given}: spec.inv_freq vs HF", rtol=INV_FREQ_RTOL, where=PAIRS)
     want_scaling = float(rope_scaling_hf[f"{case}/attention_scaling"])
-    assert abs(spec.attention_scaling - want_scaling) <= SCALING_RTOL * want_scaling, (
-        f"{name}: spec.attention_scaling {spec.attention_scaling!r}, HF {want_scaling!r}. {hint}"
-    )
+    expect.close(lambda rope: spec(rope).attention_scaling, want_scaling, 0.0,
+                 f"{given}: spec.attention_scaling vs HF", rtol=SCALING_RTOL)
     model = case.split("@")[0]
     if model in rope_scaling_hf.provenance["tables"] and rope_scaling_hf.provenance["tables"][model] == case:
         positions = rope_scaling_hf[f"tables/{model}/positions"]
-        cos, sin = spec.cos_sin(positions)
-        angle = positions[:, None] * spec.inv_freq.astype(np.float64)
+        angle = positions[:, None] * spec(STUDENT).inv_freq.astype(np.float64)
         atol = want_scaling * (TABLE_ATOL + ANGLE_RTOL * angle)
-        assert_close(cos, rope_scaling_hf[f"tables/{model}/cos"], atol=atol, what=f"{name}: cos", hint=hint)
-        assert_close(sin, rope_scaling_hf[f"tables/{model}/sin"], atol=atol, what=f"{name}: sin", hint=hint)
+        for k, table in enumerate(("cos", "sin")):
+            expect.close(lambda rope, k=k: spec(rope).cos_sin(positions)[k], rope_scaling_hf[f"tables/{model}/{table}"],
+                         atol, f"{given}: {table} vs HF", where=Where.tables(positions))
+    untouched = copy.deepcopy(config)
+    rope_spec(config, seq_len=seq_len)
+    assert config == untouched, f"{name}: rope_spec changed the config dict it was given"
 
 
 # ---- 8. partial rotary -------------------------------------------------------------------------
 
 
-def test_partial_rotary(rope_scaling_hf):
+def test_partial_rotary(rope_scaling_hf, expect):
     # phi-2: head_dim 2560 // 32 = 80, partial_rotary_factor 0.4: 32 entries rotate, 48 pass through
     phi_2 = {"hidden_size": 2560, "num_attention_heads": 32, "max_position_embeddings": 2048,
              "partial_rotary_factor": 0.4, "rope_theta": 10000.0, "rope_scaling": None}
-    spec = rope_spec(phi_2)
-    hint = "r = int(head_dim * partial_rotary_factor) = 32: 16 frequencies theta_i = base ** (-2i / 32)"
-    assert spec.rotary_dim == 32, f"phi-2: rotary_dim {spec.rotary_dim}, expected 32. {hint}"
-    assert_close(spec.inv_freq, rope_scaling_hf["phi-2/inv_freq"], rtol=INV_FREQ_RTOL, what="phi-2 inv_freq vs HF",
-                 hint=hint)
+    given = "phi-2 (head_dim 80, partial_rotary_factor 0.4)"
+    expect.equal(lambda rope: rope.rope_spec(copy.deepcopy(phi_2)).rotary_dim, 32,
+                 f"{given}: spec.rotary_dim, int(head_dim * partial_rotary_factor)")
+    expect.close(lambda rope: rope.rope_spec(copy.deepcopy(phi_2)).inv_freq, rope_scaling_hf["phi-2/inv_freq"], 0.0,
+                 f"{given}: spec.inv_freq vs HF", rtol=INV_FREQ_RTOL, where=PAIRS)
     x = np.random.default_rng(74).standard_normal((2, 5, 80)).astype(np.float32)  # [H, S, head_dim]
-    out = spec.apply(Tensor(x), np.arange(5) * 300).data
-    assert np.array_equal(out[..., 32:], x[..., 32:]), "phi-2: entries 32..79 must pass through the rotation"
+    expect.equal(lambda rope: rope.rope_spec(copy.deepcopy(phi_2)).apply(Tensor(x), np.arange(5) * 300).data[..., 32:],
+                 x[..., 32:], f"{given}: spec.apply(x, positions)[..., 32:], which must pass through the rotation")
     for case, inputs in rope_scaling_hf.provenance["cases"].items():
         factor = inputs["rope_parameters"].get("partial_rotary_factor", 1.0)
         if factor < 1:
-            inv_freq, _ = call(inputs)
             r = int(inputs["head_dim"] * factor)
-            assert inv_freq.shape == (r // 2,), (
-                f"{case}: {inv_freq.shape[0]} frequencies, expected r/2 = {r // 2} "
-                f"(head_dim {inputs['head_dim']} * partial_rotary_factor {factor})"
-            )
+            expect.equal(lambda rope, inputs=inputs: call(rope, inputs)[0].shape, (r // 2,),
+                         f"{case}: inv_freq's shape, one frequency per rotating pair (r/2 = {r // 2}: head_dim "
+                         f"{inputs['head_dim']} * partial_rotary_factor {factor} = {r} rotating entries)")
 
 
 # ---- 9. what each rope type does to the ladder ---------------------------------------------------
 
 
-def test_scaling_properties():
+def test_scaling_properties(expect):
     base, r = 10000.0, 64
     theta = ladder(base, r)
+
+    def parameters(fields, head_dim=r, **kwargs):
+        return lambda rope: rope.rope_parameters(copy.deepcopy(fields), head_dim, **kwargs)
+
     # linear: every pair divided by factor
-    inv_freq, scaling = rope_parameters({"rope_type": "linear", "rope_theta": base, "factor": 4.0}, r)
-    assert_close(inv_freq, theta / 4, rtol=1e-6, what="linear factor 4", hint=HINTS["linear"])
-    assert scaling == 1.0, f"linear: attention_scaling {scaling!r}, expected 1.0"
+    linear = parameters({"rope_type": "linear", "rope_theta": base, "factor": 4.0})
+    expect.close(lambda rope: linear(rope)[0], theta / 4, 0.0, f"linear factor 4 vs theta_i / 4 ({rule('linear')})",
+                 rtol=1e-6, where=PAIRS)
+    expect.equal(lambda rope: linear(rope)[1], 1.0, "linear: attention_scaling")
     # yarn: the fast pairs keep theta, the slow ones are divided by factor, between them a blend
-    inv_freq, scaling = rope_parameters(
-        {"rope_type": "yarn", "rope_theta": base, "factor": 8.0, "original_max_position_embeddings": 4096}, r)
-    assert_close(inv_freq[:10], theta[:10], rtol=1e-6, what="yarn: fast pairs", hint=HINTS["yarn"])
-    assert_close(inv_freq[-8:], theta[-8:] / 8, rtol=1e-6, what="yarn: slow pairs", hint=HINTS["yarn"])
-    assert np.all((theta / 8 * (1 - 1e-6) <= inv_freq) & (inv_freq <= theta * (1 + 1e-6))), (
-        f"yarn: every pair between theta_i / factor and theta_i. {HINTS['yarn']}"
-    )
-    assert abs(scaling - (0.1 * math.log(8) + 1)) <= 1e-12, f"yarn s: {scaling!r}. {HINTS['yarn']}"
+    yarn = parameters({"rope_type": "yarn", "rope_theta": base, "factor": 8.0, "original_max_position_embeddings": 4096})
+    expect.close(lambda rope: yarn(rope)[0][:10], theta[:10], 0.0,
+                 f"yarn factor 8: the 10 fastest pairs vs theta_i, which they keep ({rule('yarn')})", rtol=1e-6,
+                 where=PAIRS)
+    expect.close(lambda rope: yarn(rope)[0][-8:], theta[-8:] / 8, 0.0,
+                 f"yarn factor 8: the 8 slowest pairs vs theta_i / 8 ({rule('yarn')})", rtol=1e-6, where=PAIRS)
+    inv_freq, scaling = yarn(STUDENT)
+    outside = np.flatnonzero(~((theta / 8 * (1 - 1e-6) <= inv_freq) & (inv_freq <= theta * (1 + 1e-6))))
+    assert outside.size == 0, f"yarn factor 8: pairs {outside} lie outside [theta_i / 8, theta_i] ({rule('yarn')})"
+    expect.close(lambda rope: yarn(rope)[1], 0.1 * math.log(8) + 1, 1e-12, "yarn factor 8: s vs 0.1 ln 8 + 1")
     # llama3 (Llama 3.1's fields): wavelengths < 2048 kept, > 8192 divided by 8
-    inv_freq, _ = rope_parameters({"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
-                                   "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                                   "original_max_position_embeddings": 8192}, 128)
+    llama3 = parameters({"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}, 128)
     theta = ladder(500000.0, 128)
     wavelength = 2 * math.pi / theta
     keep, divide = wavelength < 2048, wavelength > 8192
     assert (keep.sum(), divide.sum()) == (29, 29), "test setup: Llama 3.1 keeps 29, divides 29, blends 6"
-    assert_close(inv_freq[keep], theta[keep], rtol=1e-6, what="llama3: short wavelengths", hint=HINTS["llama3"])
-    assert_close(inv_freq[divide], theta[divide] / 8, rtol=1e-6, what="llama3: long wavelengths",
-                 hint=HINTS["llama3"])
+    expect.close(lambda rope: llama3(rope)[0][keep], theta[keep], 0.0,
+                 f"llama3: the pairs of wavelength < 2048 vs theta_i, which they keep ({rule('llama3')})", rtol=1e-6,
+                 where=PAIRS)
+    expect.close(lambda rope: llama3(rope)[0][divide], theta[divide] / 8, 0.0,
+                 f"llama3: the pairs of wavelength > 8192 (pairs 35 to 63) vs theta_i / 8 ({rule('llama3')})", rtol=1e-6)
+    inv_freq = llama3(STUDENT)[0]
     middle = ~keep & ~divide
     assert np.all((theta[middle] / 8 < inv_freq[middle]) & (inv_freq[middle] < theta[middle])), (
-        f"llama3: the 6 blended pairs lie strictly between theta_i / 8 and theta_i. {HINTS['llama3']}"
+        f"llama3: the 6 blended pairs {np.flatnonzero(middle)} are {inv_freq[middle]}, not all strictly between "
+        f"theta_i / 8 and theta_i ({rule('llama3')})"
     )
     # longrope: theta_i / ext_i, and s depends only on factor and the original length
     ext = np.linspace(1.0, 5.0, 16)
-    inv_freq, scaling = rope_parameters({"rope_type": "longrope", "rope_theta": base, "factor": 8.0,
-                                         "original_max_position_embeddings": 2048, "short_factor": list(ext),
-                                         "long_factor": list(ext * 2)}, 32, seq_len=2048)
-    assert_close(inv_freq, ladder(base, 32) / ext, rtol=1e-6, what="longrope short", hint=HINTS["longrope"])
-    assert abs(scaling - math.sqrt(1 + math.log(8) / math.log(2048))) <= 1e-12, (
-        f"longrope s {scaling!r}. {HINTS['longrope']}"
-    )
+    longrope = parameters({"rope_type": "longrope", "rope_theta": base, "factor": 8.0,
+                           "original_max_position_embeddings": 2048, "short_factor": list(ext),
+                           "long_factor": list(ext * 2)}, 32, seq_len=2048)
+    expect.close(lambda rope: longrope(rope)[0], ladder(base, 32) / ext, 0.0,
+                 f"longrope at seq_len 2048 = original vs theta_i / short_factor_i ({rule('longrope')})", rtol=1e-6,
+                 where=PAIRS)
+    expect.close(lambda rope: longrope(rope)[1], math.sqrt(1 + math.log(8) / math.log(2048)), 1e-12,
+                 "longrope factor 8, original 2048: s vs sqrt(1 + ln 8 / ln 2048)")
 
 
 # ---- 10. reading config.json --------------------------------------------------------------------
 
 
-def test_rope_spec_reads_config():
+def test_rope_spec_reads_config(expect):
     plain = ladder(10000.0, 64)
+
+    def spec(config):
+        return lambda rope: rope.rope_spec(copy.deepcopy(config))
+
     # no rope block at all, rope_scaling null, or an empty rope_parameters: plain RoPE, base 10000 by default
     for config in ({"head_dim": 64}, {"head_dim": 64, "rope_scaling": None},
                    {"hidden_size": 256, "num_attention_heads": 4, "rope_parameters": {}}):
-        spec = rope_spec(config)
-        assert_close(spec.inv_freq, plain, rtol=1e-6, what=f"rope_spec({config})",
-                     hint="no rope block means plain RoPE; rope_theta defaults to 10000.0; "
-                          "head_dim defaults to hidden_size // num_attention_heads")
-        assert (spec.attention_scaling, spec.layout, spec.rotary_dim) == (1.0, "half", 64)
+        expect.close(lambda rope, f=spec(config): f(rope).inv_freq, plain, 0.0,
+                     f"rope_spec({config}).inv_freq vs the plain ladder of base 10000 over 64 entries", rtol=1e-6,
+                     where=PAIRS)
+        expect.equal(lambda rope, f=spec(config): (f(rope).attention_scaling, f(rope).layout, f(rope).rotary_dim),
+                     (1.0, "half", 64), f"rope_spec({config}): (attention_scaling, layout, rotary_dim)")
     # transformers 5's rope_parameters (rope_theta inside) and the older rope_scaling + top-level rope_theta
     new = {"head_dim": 64, "rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 500.0}}
     old = {"head_dim": 64, "rope_theta": 500.0, "rope_scaling": {"type": "linear", "factor": 2.0}}
     for config in (new, old):
-        spec = rope_spec(config)
-        assert_close(spec.inv_freq, ladder(500.0, 64) / 2, rtol=1e-6, what=f"rope_spec({config})",
-                     hint="read rope_parameters, else rope_scaling; \"type\" is the old name of rope_type; "
-                          "rope_theta may sit at the top level")
+        expect.close(lambda rope, f=spec(config): f(rope).inv_freq, ladder(500.0, 64) / 2, 0.0,
+                     f"rope_spec({config}).inv_freq vs linear factor 2 on base 500", rtol=1e-6, where=PAIRS)
     # a rope_theta inside the block wins over one at the top level
-    spec = rope_spec({"head_dim": 64, "rope_theta": 1.0e6, "rope_parameters": {"rope_type": "default",
-                                                                               "rope_theta": 500.0}})
-    assert_close(spec.inv_freq, ladder(500.0, 64), rtol=1e-6, what="rope_theta in the block and at the top",
-                 hint="the block's own fields come first; the top level only fills what it lacks")
+    both = {"head_dim": 64, "rope_theta": 1.0e6, "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}}
+    expect.close(lambda rope: spec(both)(rope).inv_freq, ladder(500.0, 64), 0.0,
+                 f"rope_spec({both}).inv_freq vs the plain ladder of base 500, the block's own rope_theta", rtol=1e-6,
+                 where=PAIRS)
 
 
 # ---- 11. bad input --------------------------------------------------------------------------------
@@ -404,43 +419,85 @@ def without(fields, name):
     return {k: v for k, v in fields.items() if k != name}
 
 
-@pytest.mark.parametrize("call_it", [
-    pytest.param(lambda: rope_parameters({"rope_type": "ntk", "rope_theta": 1e4}, 64), id="unknown-rope_type"),
-    pytest.param(lambda: rope_parameters({"rope_type": "default"}, 64), id="no-rope_theta"),
-    pytest.param(lambda: rope_parameters({"rope_type": "linear", "rope_theta": 1e4}, 64), id="linear-no-factor"),
-    pytest.param(lambda: rope_parameters({"rope_type": "linear", "rope_theta": 1e4, "factor": 0.0}, 64),
-                 id="factor-zero"),
-    pytest.param(lambda: rope_parameters({"rope_type": "dynamic", "rope_theta": 1e4, "factor": -2.0}, 64,
-                                         max_position_embeddings=4096), id="factor-negative"),
-    pytest.param(lambda: rope_parameters({"rope_type": "default", "rope_theta": 0.0}, 64), id="rope_theta-zero"),
-    pytest.param(lambda: rope_parameters({"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0}, 64,
-                                         seq_len=8192), id="dynamic-no-max_position_embeddings"),
-    pytest.param(lambda: rope_parameters({"rope_type": "yarn", "rope_theta": 1e4, "factor": 4.0}, 64),
-                 id="yarn-no-original"),
-    pytest.param(lambda: rope_parameters({"rope_type": "yarn", "rope_theta": 1e4,
-                                          "original_max_position_embeddings": 4096}, 64),
-                 id="yarn-no-factor-no-max_position_embeddings"),
-    pytest.param(lambda: rope_parameters(without(LLAMA3, "low_freq_factor"), 128), id="llama3-no-low_freq_factor"),
-    pytest.param(lambda: rope_parameters({**LLAMA3, "low_freq_factor": 4.0}, 128), id="llama3-low-equals-high"),
-    pytest.param(lambda: rope_parameters({**LLAMA3, "low_freq_factor": 5.0}, 128), id="llama3-low-above-high"),
-    pytest.param(lambda: rope_parameters(without(LONGROPE, "long_factor"), 64), id="longrope-no-long_factor"),
-    pytest.param(lambda: rope_parameters({**LONGROPE, "short_factor": [1.0] * 31}, 64), id="short_factor-too-short"),
-    pytest.param(lambda: rope_parameters({**LONGROPE, "long_factor": [2.0] * 64}, 64), id="long_factor-too-long"),
-    pytest.param(lambda: rope_parameters({**LONGROPE, "partial_rotary_factor": 0.5}, 64),
-                 id="longrope-lists-for-the-whole-head"),
-    pytest.param(lambda: rope_parameters({"rope_theta": 1e4, "partial_rotary_factor": 1.5}, 64),
-                 id="partial_rotary_factor-above-1"),
-    pytest.param(lambda: rope_parameters({"rope_theta": 1e4, "partial_rotary_factor": 0.4}, 64),
-                 id="odd-rotary-dim"),
-    pytest.param(lambda: rope_parameters({"rope_theta": 1e4, "partial_rotary_factor": 0.01}, 64),
-                 id="rotary-dim-0"),
-    pytest.param(lambda: rope_spec({"rope_theta": 1e4, "hidden_size": 4096}), id="config-without-head_dim"),
-])
-def test_validation(call_it):
-    with pytest.raises(ValueError):
-        call_it()
-    # Accepted on the way: the edges of each rule.
-    inv_freq, _ = rope_parameters({"rope_theta": 1e4}, 2)  # a single pair
-    assert inv_freq.shape == (1,) and inv_freq[0] == 1.0
-    inv_freq, _ = rope_parameters({"rope_type": "linear", "rope_theta": 1e4, "factor": 1.0}, 8)  # factor 1: plain
-    assert_close(inv_freq, ladder(1e4, 8), rtol=1e-6, what="linear factor 1", hint=HINTS["linear"])
+def refused(case_id, passed, call_it):
+    """A test_validation case: call_it() must raise ValueError; `passed` says what it passes."""
+    return pytest.param(Case(passed, lambda expect: refuses(ValueError, call_it, passed)), id=case_id)
+
+
+def accepted(case_id, passed, parameters, head_dim, want):
+    """A test_validation case at the edge of a rule: rope_parameters(parameters, head_dim)
+    must return the inv_freq `want` (to 1e-6 relative)."""
+    def check(expect):
+        try:
+            rope_parameters(copy.deepcopy(parameters), head_dim)
+        except Exception as error:
+            pytest.fail(f"{passed}\n  is valid input and should return inv_freq {want}, but raised "
+                        f"{type(error).__name__}: {error}")
+        expect.close(lambda rope: rope.rope_parameters(copy.deepcopy(parameters), head_dim)[0], want, 0.0,
+                     f"{passed}: inv_freq", rtol=1e-6, where=PAIRS)
+
+    return pytest.param(Case(passed, check), id=case_id)
+
+
+# Each case: what it passes, and what it must raise (or, for the valid edges, return).
+CASES = [
+    refused("unknown-rope_type", "rope_parameters({'rope_type': 'ntk', 'rope_theta': 1e4}, 64)",
+            lambda: rope_parameters({"rope_type": "ntk", "rope_theta": 1e4}, 64)),
+    refused("no-rope_theta", "rope_parameters({'rope_type': 'default'}, 64)",
+            lambda: rope_parameters({"rope_type": "default"}, 64)),
+    refused("linear-no-factor", "rope_parameters({'rope_type': 'linear', 'rope_theta': 1e4}, 64)",
+            lambda: rope_parameters({"rope_type": "linear", "rope_theta": 1e4}, 64)),
+    refused("factor-zero", "rope_parameters({'rope_type': 'linear', 'rope_theta': 1e4, 'factor': 0.0}, 64)",
+            lambda: rope_parameters({"rope_type": "linear", "rope_theta": 1e4, "factor": 0.0}, 64)),
+    refused("factor-negative", "rope_parameters({'rope_type': 'dynamic', 'rope_theta': 1e4, 'factor': -2.0}, 64, "
+            "max_position_embeddings=4096)",
+            lambda: rope_parameters({"rope_type": "dynamic", "rope_theta": 1e4, "factor": -2.0}, 64,
+                                    max_position_embeddings=4096)),
+    refused("rope_theta-zero", "rope_parameters({'rope_type': 'default', 'rope_theta': 0.0}, 64)",
+            lambda: rope_parameters({"rope_type": "default", "rope_theta": 0.0}, 64)),
+    refused("dynamic-no-max_position_embeddings", "rope_parameters({'rope_type': 'dynamic', 'rope_theta': 1e4, "
+            "'factor': 2.0}, 64, seq_len=8192), without max_position_embeddings",
+            lambda: rope_parameters({"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0}, 64, seq_len=8192)),
+    refused("yarn-no-original", "rope_parameters({'rope_type': 'yarn', 'rope_theta': 1e4, 'factor': 4.0}, 64), "
+            "without original_max_position_embeddings",
+            lambda: rope_parameters({"rope_type": "yarn", "rope_theta": 1e4, "factor": 4.0}, 64)),
+    refused("yarn-no-factor-no-max_position_embeddings", "rope_parameters({'rope_type': 'yarn', 'rope_theta': 1e4, "
+            "'original_max_position_embeddings': 4096}, 64): no factor, and no max_position_embeddings to derive it",
+            lambda: rope_parameters({"rope_type": "yarn", "rope_theta": 1e4, "original_max_position_embeddings": 4096},
+                                    64)),
+    refused("llama3-no-low_freq_factor", "rope_parameters(Llama 3.1's llama3 block without low_freq_factor, 128)",
+            lambda: rope_parameters(without(LLAMA3, "low_freq_factor"), 128)),
+    refused("llama3-low-equals-high", "rope_parameters(llama3 block with low_freq_factor 4.0 = high_freq_factor, 128)",
+            lambda: rope_parameters({**LLAMA3, "low_freq_factor": 4.0}, 128)),
+    refused("llama3-low-above-high", "rope_parameters(llama3 block with low_freq_factor 5.0 > high_freq_factor 4.0, "
+            "128)", lambda: rope_parameters({**LLAMA3, "low_freq_factor": 5.0}, 128)),
+    refused("longrope-no-long_factor", "rope_parameters(longrope block without long_factor, 64)",
+            lambda: rope_parameters(without(LONGROPE, "long_factor"), 64)),
+    refused("short_factor-too-short", "rope_parameters(longrope block with 31 short factors, 64): 32 pairs",
+            lambda: rope_parameters({**LONGROPE, "short_factor": [1.0] * 31}, 64)),
+    refused("long_factor-too-long", "rope_parameters(longrope block with 64 long factors, 64): 32 pairs",
+            lambda: rope_parameters({**LONGROPE, "long_factor": [2.0] * 64}, 64)),
+    refused("longrope-lists-for-the-whole-head", "rope_parameters(longrope block with 32 factors each and "
+            "partial_rotary_factor 0.5, 64): 16 rotating pairs",
+            lambda: rope_parameters({**LONGROPE, "partial_rotary_factor": 0.5}, 64)),
+    refused("partial_rotary_factor-above-1", "rope_parameters({'rope_theta': 1e4, 'partial_rotary_factor': 1.5}, 64)",
+            lambda: rope_parameters({"rope_theta": 1e4, "partial_rotary_factor": 1.5}, 64)),
+    refused("odd-rotary-dim", "rope_parameters({'rope_theta': 1e4, 'partial_rotary_factor': 0.4}, 64): "
+            "int(64 * 0.4) = 25 rotating entries",
+            lambda: rope_parameters({"rope_theta": 1e4, "partial_rotary_factor": 0.4}, 64)),
+    refused("rotary-dim-0", "rope_parameters({'rope_theta': 1e4, 'partial_rotary_factor': 0.01}, 64): "
+            "int(64 * 0.01) = 0 rotating entries",
+            lambda: rope_parameters({"rope_theta": 1e4, "partial_rotary_factor": 0.01}, 64)),
+    refused("config-without-head_dim", "rope_spec({'rope_theta': 1e4, 'hidden_size': 4096}): no head_dim, and no "
+            "num_attention_heads to derive it",
+            lambda: rope_spec({"rope_theta": 1e4, "hidden_size": 4096})),
+    # Valid input, at the edges of the rules
+    accepted("accepts-a-single-pair", "rope_parameters({'rope_theta': 1e4}, 2)", {"rope_theta": 1e4}, 2, [1.0]),
+    accepted("accepts-linear-factor-1", "rope_parameters({'rope_type': 'linear', 'rope_theta': 1e4, 'factor': 1.0}, "
+             "8)", {"rope_type": "linear", "rope_theta": 1e4, "factor": 1.0}, 8, ladder(1e4, 8)),
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_validation(case, expect):
+    case(expect)

@@ -17,5 +17,6 @@ each mode guarantees.
     stages.py        the stages of a grade, and verdicts read from outcomes
     check.py         `ol check`: the whole grading flow, as a CheckResult
     report.py        the CheckResult as terminal text or JSON
+    html_report.py   the CheckResult as one self-contained web page (ol check --html)
     cli.py           `ol check`'s command line
 """

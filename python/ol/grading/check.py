@@ -19,14 +19,12 @@ How runs are confined, and what each mode guarantees: README.md in this folder.
 
 from __future__ import annotations
 
-import ast
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ol.catalog import dotted_name
-from ol.grading import confine
+from ol.grading import confine, static_check
 from ol.grading.engine import EngineFault
 from ol.grading.session import GradingFault, GradingSession, NotGraded  # noqa: F401  (NotGraded: API)
 from ol.grading.recheck import VerdictCache
@@ -215,24 +213,7 @@ def check_fixtures(session: GradingSession) -> None:
 
 def contract_names(session: GradingSession) -> dict[str, frozenset[str]]:
     """Public names of each allowed tinyllm module's contract."""
-    root, catalog, grading = session.root, session.catalog, session.grading
-    names: dict[str, frozenset[str]] = {}
-    for module in catalog.modules:
-        for file in module.files:
-            name = dotted_name(file)
-            contract = module.contract_for(file)
-            if name not in grading.allowed_imports or contract is None or not (root / contract).exists():
-                continue
-            tree = ast.parse((root / contract).read_text())
-            public = set()
-            for node in tree.body:
-                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                    public.add(node.name)
-                elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    public.update(t.id for t in targets if isinstance(t, ast.Name))
-            names[name] = frozenset(n for n in public if not n.startswith("_"))
-    return names
+    return static_check.contract_names(session.root, session.catalog, session.grading.allowed_imports)
 
 
 def equivalent_verdicts(root: Path, module_id: str, *, tests: Path, workers: int = 2, time_limit: float = 60.0,

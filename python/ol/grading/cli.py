@@ -28,6 +28,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tests", type=Path, metavar="DIR", default=None,
                         help="grade the tests in DIR instead of your own test folder")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object on stdout")
+    parser.add_argument("--html", nargs="?", const="", default=None, type=_html_file, metavar="PATH",
+                        help="also write the report as one self-contained web page: the score, the pitfalls, "
+                             "and the graded source with every mutant on its line (default PATH: "
+                             ".ol/reports/MODULE-check.html; an existing file is replaced only if ol wrote it)")
     parser.add_argument("--jobs", type=_positive_int, default=(os.cpu_count() or 1) + 1, metavar="N",
                         help="runs N at a time (default: one more than the cores: a run's tests wait on "
                              "the code under test in another process part of the time)")
@@ -54,12 +58,14 @@ def run(args: argparse.Namespace, ctx) -> int:
         os.environ.setdefault(name, "1")
     from ol.grading import confine
     from ol.grading.check import check_module
+    from ol.grading.html_report import report_path
     from ol.grading.report import ProgressBar, to_json, to_text
     from ol.grading.session import default_mode
     from ol.state import CHECKED
 
     try:
         module = ctx.module(args.module)
+        html = None if args.html is None else report_path(Path(args.html) if args.html else None, ctx.root, module.id)
         mode = default_mode()
         if mode != confine.CONFINED and args.require_confinement:
             raise OlError(f"refusing to grade unconfined: {confine.bubblewrap()[1]} "
@@ -86,7 +92,33 @@ def run(args: argparse.Namespace, ctx) -> int:
     print(text, file=ctx.out, end="" if not args.json else "\n")
     if result.passed and args.tests is None:   # shown first: a state file that cannot be written loses nothing
         ctx.store.record(module, CHECKED, ref_deps=args.ref_deps)
+    if html is not None:
+        try:
+            _write_html(ctx, module, result, html, stream=ctx.err if args.json else ctx.out)
+        except OSError as error:
+            print(f"ol check: --html: could not write {html}: {error.strerror or error}", file=ctx.err)
+            return ERROR
     return OK if result.passed else NOT_PASSED
+
+
+def _write_html(ctx, module, result, path: Path, stream) -> None:
+    """Write the page for `result` to `path`, and say where it is (on
+    `stream`: stderr when stdout holds the JSON)."""
+    from ol.catalog import REFERENCE_TREE
+    from ol.grading.html_report import to_html, write_report
+
+    source_path = f"{REFERENCE_TREE}/{module.grading.target}"
+    source = (ctx.root / source_path).read_text(encoding="utf-8")
+    write_report(path, to_html(result, source, source_path))
+    print(f"The report as a web page: {path.as_uri()}", file=stream)
+
+
+def _html_file(text: str) -> str:
+    """--html's PATH: empty (the default place) or a name ending in .html."""
+    if text and not text.lower().endswith((".html", ".htm")):
+        raise argparse.ArgumentTypeError(f"expected a file name ending in .html, got {text!r} "
+                                         "(--html alone, after MODULE, writes .ol/reports/MODULE-check.html)")
+    return text
 
 
 def _positive_int(text: str) -> int:

@@ -28,7 +28,7 @@ from ol.grading import confine
 from ol.grading.engine import Engine, Setup
 from ol.grading.mutants import MutantSet, build_mutant_set
 
-COURSE_TESTS_SUPPORT = ("course/tests/conftest.py", "course/tests/golden.py")
+COURSE_TESTS_SUPPORT = ("course/tests/conftest.py", "course/tests/golden.py", "course/tests/diagnose.py")
 SKIPPED_FOLDERS = {"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints"}
 MAX_SUITE_BYTES = 16 << 20
 SANDBOX_ENV = {

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from pathlib import Path
 
+from ol.catalog import REFERENCE_TREE, Catalog, Module, dotted_name
+
 # Builtins that read files, run text as code, or reach the interpreter's state.
 FORBIDDEN_CALLS = {
     "open": "reads or writes files",
@@ -113,6 +115,46 @@ def check_test_folder(folder: Path, root: Path, allowed_imports: tuple[str, ...]
             shown, 0, "no tests found: write at least one `def test_...` function in a file named test_*.py"
         ))
     return violations
+
+
+def check_student_tests(root: Path, catalog: Catalog, module: Module, folder: Path | None = None) -> list[Violation]:
+    """Every violation `ol check` would find in the module's test folder (or
+    `folder`), read from the catalog alone: nothing is graded or run.  `ol
+    tests --mine` shows these before it runs the tests.  A module without
+    grading has no rules: [] then."""
+    grading = module.grading
+    if grading is None:
+        return []
+    root = Path(root)
+    folder = Path(folder) if folder is not None else root / module.student_tests
+    implementations = {f"{REFERENCE_TREE}/{grading.target}": root / REFERENCE_TREE / grading.target}
+    implementations.update({path: root / path for path in grading.alternates})
+    return check_test_folder(folder, root, grading.allowed_imports,
+                             contract_names(root, catalog, grading.allowed_imports),
+                             {shown: path.read_text(encoding="utf-8") for shown, path in implementations.items()
+                              if path.exists()})
+
+
+def contract_names(root: Path, catalog: Catalog, allowed_imports: tuple[str, ...]) -> dict[str, frozenset[str]]:
+    """For each tinyllm module in `allowed_imports`, the public names of its
+    contract (the functions, classes and constants of its .pyi)."""
+    names: dict[str, frozenset[str]] = {}
+    for module in catalog.modules:
+        for file in module.files:
+            name = dotted_name(file)
+            contract = module.contract_for(file)
+            if name not in allowed_imports or contract is None or not (root / contract).exists():
+                continue
+            tree = ast.parse((root / contract).read_text())
+            public = set()
+            for node in tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                    public.add(node.name)
+                elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    public.update(t.id for t in targets if isinstance(t, ast.Name))
+            names[name] = frozenset(n for n in public if not n.startswith("_"))
+    return names
 
 
 def _folder_violations(folder: Path, allowed_imports: tuple[str, ...], shown_path) -> list[Violation]:
