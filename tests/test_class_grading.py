@@ -26,7 +26,6 @@ import socket
 import subprocess
 import sys
 import tarfile
-import time
 import zipfile
 from pathlib import Path
 

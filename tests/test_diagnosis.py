@@ -20,7 +20,6 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np

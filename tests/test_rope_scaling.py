@@ -30,8 +30,6 @@ import pytest
 
 from fixture_checks import assert_regenerates_exactly, run_oracle
 from kit import ROOT, copy_checkout, explain, run_ol
-from ol.catalog import load_catalog
-from ol.grading.mutants import build_mutant_set
 
 sys.path.insert(0, str(ROOT / "course" / "tests"))
 from golden import load_fixture  # noqa: E402

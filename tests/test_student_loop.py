@@ -137,7 +137,7 @@ def test_shell_prompt_has_the_library_ready(checkout, tmp_path):
     shell = subprocess.run([str(checkout / "ol"), "shell", "L7.3", "--ref-deps"], cwd=tmp_path, input=session,
                            capture_output=True, text=True, timeout=60)
     assert shell.returncode == 0, explain(shell)
-    assert f"tinyllm.modern.rope" in shell.stdout and "(yours)" in shell.stdout and "(the reference)" in shell.stdout
+    assert "tinyllm.modern.rope" in shell.stdout and "(yours)" in shell.stdout and "(the reference)" in shell.stdout
     assert "0.540302 <class 'tinyllm.autograd.tensor.Tensor'> <function concat" in shell.stdout, explain(shell)
 
 

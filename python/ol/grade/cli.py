@@ -39,7 +39,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("submissions", metavar="SUBMISSIONS", type=Path, help="a folder with one entry per student")
     parser.add_argument("--out", type=Path, metavar="DIR", default=None,
                         help="where the results go (default: SUBMISSIONS-graded beside SUBMISSIONS)")
-    cores = os.cpu_count() or 1
     parser.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
                         help="submissions graded side by side on this machine (default: the cores divided by "
                              "each check's --workers)")

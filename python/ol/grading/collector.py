@@ -64,7 +64,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     recvmsg, sendall = _socket.socket.recvmsg, _socket.socket.sendall
     set_signal, settrace, setprofile, listdir = _signal.signal, sys.settrace, sys.setprofile, os.listdir
     gc_collect, gc_freeze = gc.collect, gc.freeze
-    from_bytes, to_bytes, memview, byte_order = int.from_bytes, int.to_bytes, memoryview, "little"
+    from_bytes, to_bytes, byte_order = int.from_bytes, int.to_bytes, "little"
     libc = ctypes.CDLL(None, use_errno=True)
     unshare, mount, prctl, capset, munmap = libc.unshare, libc.mount, libc.prctl, libc.capset, libc.munmap
     munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)

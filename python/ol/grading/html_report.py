@@ -25,7 +25,6 @@ file can be read by a program as well as by a person.
 from __future__ import annotations
 
 import html
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -148,7 +147,7 @@ def _pitfalls(result: CheckResult) -> str:
     rows = []
     for pitfall in result.pitfalls:
         caught_by = result.killed_by.get(f"pitfall:{pitfall.id}")
-        status = (f'<span class="k">caught</span>' + (f'<div class="by">by <code>{_e(caught_by)}</code></div>'
+        status = ('<span class="k">caught</span>' + (f'<div class="by">by <code>{_e(caught_by)}</code></div>'
                                                       if caught_by else "")
                   if pitfall.killed else '<span class="s">MISSED</span>')
         rows.append(f'<tr class="{"killed" if pitfall.killed else "survived"}"><td>{_e(pitfall.id)}</td>'

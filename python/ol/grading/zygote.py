@@ -136,8 +136,6 @@ class Loop:
         signal.signal(signal.SIGCHLD, lambda *_: None)
 
     def serve(self) -> None:
-        from ol.grading.wire import recv_message
-
         while True:
             readable = [self.control, self.wake_read] + [fd for r in self.runs.values() for fd in (r.report_fd, r.fault_fd) if fd >= 0]
             ready, _, _ = select.select(readable, [], [], 1.0)
