@@ -88,7 +88,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-check-") as tmp:
         scratch = Path(tmp)
         repo, project = ol_workspace(scratch), mutmut_project(scratch)
-        check = [str(repo / "ol"), "check", "L7.3", "--ref-deps"]
+        # --fresh: every mutant graded in every round (a check of an unchanged
+        # suite would otherwise keep the last check's verdicts)
+        check = [str(repo / "ol"), "check", "L7.3", "--ref-deps", "--fresh"]
         # warm both once: compiled bytecode, ol's mutant cache, mutmut's imports
         timed(check, repo, env)
         timed([sys.executable, "-m", "mutmut", "run"], project, env)

@@ -21,7 +21,7 @@ from grading_suites.float16_blind import write_float16_blind_suite
 from kit import ROOT, copy_checkout, explain, processes_with, run_ol, snapshot
 from ol.catalog import load_catalog
 from ol.grading.check import check_module
-from ol.grading.mutants import _generate, build_mutant_set
+from ol.grading.mutants import _generate, build_mutant_set, load_pitfalls
 from ol.grading.report import to_json, to_text
 from ol.grading.session import GradingSession, Variant
 from ol.grading.stages import PASSED, TIMEOUT, Grader
@@ -435,3 +435,31 @@ def test_a_warm_recheck_grades_as_a_cold_check_over_a_sequence_of_edits(tmp_path
     # a helper beside the tests changes: nothing is kept
     (folder / "helpers.py").write_text("SCALE = 1.0\n")
     assert grade_both().carried_over == 0
+
+
+def test_a_recheck_keeps_the_course_tests_pass_only_while_the_code_is_the_same(tmp_path):
+    checkout, elsewhere = copy_checkout(tmp_path / "checkout"), tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert run_ol(checkout, "start", "L7.3", "--ref-deps", cwd=elsewhere).returncode == 0
+    rope = checkout / "python/tinyllm/modern/rope.py"
+    reference = (checkout / "course/reference/python/tinyllm/modern/rope.py").read_text()
+    rope.write_text(reference)
+    student_tests(checkout, {p.name: p.read_text() for p in MODEL_ANSWER.glob("*.py")})
+
+    def check(*extra):
+        r = run_ol(checkout, "check", "L7.3", "--ref-deps", "--json", *extra, cwd=elsewhere)
+        assert r.returncode in (0, 1), explain(r)
+        return json.loads(r.stdout)
+
+    cold = check()
+    assert cold["passed"] and not cold["course_tests_kept"] and cold["course_tests"]["passed"] > 0
+    warm = check()
+    assert warm["course_tests_kept"] and warm["course_tests"] == cold["course_tests"]
+    assert (warm["killed"], warm["counted"]) == (cold["killed"], cold["counted"])
+    assert not check("--fresh")["course_tests_kept"], "--fresh runs the course tests again"
+    # any edit of the code under test runs them again: here one that breaks the tables' scaling
+    pitfalls = load_pitfalls(checkout / "course/mutants/L7.3/pitfalls.toml", reference, "rope.py")
+    rope.write_text(next(p.source for p in pitfalls if p.id == "s05"))
+    after = check()
+    assert not after["course_tests_kept"] and not after["passed"] and after["score"] is None
+    assert "course tests fail on your code" in after["reason"], after

@@ -27,7 +27,7 @@ from pathlib import Path
 from ol.grading import confine, static_check
 from ol.grading.engine import EngineFault
 from ol.grading.session import GradingFault, GradingSession, NotGraded  # noqa: F401  (NotGraded: API)
-from ol.grading.recheck import VerdictCache
+from ol.grading.recheck import VerdictCache, code_digest
 from ol.grading.stages import FAILED, PASSED, Grader, SuiteProblem, Verdict, describe
 from ol.grading.static_check import check_test_folder
 
@@ -70,6 +70,7 @@ class CheckResult:
     mutants: list[dict] = field(default_factory=list)            # every counted mutant: id, function, line,
                                                                  # killed, killed_by (a test id or null), diff
     carried_over: int = 0     # kills taken from the last check (their test files unchanged), not run again
+    course_tests_kept: bool = False   # the course tests' pass taken from the last check (the same code)
 
 
 def check_module(
@@ -122,18 +123,25 @@ def check_module(
         return stop(f"no test folder {_shown(tests, root)}: ./ol start {module.id} creates it with a starter test", [])
     violations = check_test_folder(tests, root, grading.allowed_imports, contract_names(session),
                                    {v.origin: v.source for v in (session.reference, *session.alternates)})
+    cache = VerdictCache(verdict_cache, session, tests) if verdict_cache is not None else None
+    code = code_digest(student.source, overrides, ref_deps) if course_tests else ""
+    kept_course = cache.course_passed(code) if cache is not None and course_tests else None
 
     try:
-        with session.engine({"student": tests}, course=course_tests, workers=workers, mode=result.confinement,
-                            start_method=start_method, sharing=sharing) as engine:
+        with session.engine({"student": tests}, course=course_tests and kept_course is None, workers=workers,
+                            mode=result.confinement, start_method=start_method, sharing=sharing) as engine:
             grader = Grader(session, engine, time_limit=time_limit, on_event=on_event)
-            if course_tests:
+            if kept_course is not None:
+                result.course_tests, result.course_tests_kept = kept_course, True
+            elif course_tests:
                 course = grader.course_tests(student, overrides)
                 result.course_tests = {"passed": len(course.passed), "total": len(course.outcomes)}
                 if not course.ok:
                     return stop(_course_reason(module.id, ref_deps, course), course.failed or
                                 [f"the course tests took longer than {time_limit:.0f} s on your code: look for a loop"
                                  if course.timed_out else "pytest could not run them"], course.output)
+                if cache is not None:
+                    cache.keep_course_pass(code, result.course_tests)
             if violations:
                 return stop("your tests do things graded tests may not (they were not run)", [str(v) for v in violations])
             try:
@@ -147,7 +155,6 @@ def check_module(
                         a for a in session.alternates if a.key == rejected[0].key)
                     return stop("your tests fail on a correct implementation", lines, grader.report_on(variant)[-6000:])
                 variants = session.pitfall_variants() + session.mutant_variants()
-                cache = VerdictCache(verdict_cache, session, tests) if verdict_cache is not None else None
                 carried = cache.carried([v.key for v in variants]) if cache is not None else {}
                 verdicts = grader.variants([v for v in variants if v.key not in carried])
                 verdicts.update({key: Verdict(key, FAILED, (test,), 0.0, "caught before, test file unchanged")

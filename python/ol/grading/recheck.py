@@ -6,6 +6,10 @@ edit re-runs only what the edit can change.
     ...                                        # grade the rest
     cache.save(new_kills)
 
+The course tests' pass carries over too, when the student's code (and, without
+--ref-deps, the modules it needs) is the same text as at that pass: an edit
+of the tests cannot change it.
+
 A kill carries over when the test that caught the variant lives in a file
 that has not changed since, the folder's other files (conftest.py, helpers,
 data) have not changed, and nothing that shapes the grade has changed (the
@@ -42,18 +46,33 @@ class VerdictCache:
         self.shared = hashlib.sha256(json.dumps(
             sorted((name, digest) for name, digest in self.files.items() if not _is_test_file(name))).encode()
         ).hexdigest()
-        self.entries = self._load()
+        self.entries, self.course = self._load()
 
-    def _load(self) -> dict[str, dict]:
+    def _load(self) -> tuple[dict[str, dict], dict]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return {}
+            return {}, {}
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("fingerprint") != self.fingerprint \
                 or data.get("folder") != self.kit_path or data.get("shared") != self.shared:
-            return {}
-        entries = data.get("kills", {})
-        return entries if isinstance(entries, dict) else {}
+            return {}, {}
+        entries, course = data.get("kills", {}), data.get("course", {})
+        return entries if isinstance(entries, dict) else {}, course if isinstance(course, dict) else {}
+
+    def course_passed(self, code: str) -> dict[str, int] | None:
+        """{"passed": n, "total": n} if the course tests all passed on this
+        code (code_digest()) at the last check, else None."""
+        counts = self.course.get("counts")
+        if self.course.get("code") != code or not isinstance(counts, dict):
+            return None
+        passed, total = counts.get("passed"), counts.get("total")
+        if not (isinstance(passed, int) and passed == total and total > 0):
+            return None
+        return {"passed": passed, "total": total}
+
+    def keep_course_pass(self, code: str, counts: dict[str, int]) -> None:
+        """Remember that the course tests all passed on this code (saved by save())."""
+        self.course = {"code": code, "counts": dict(counts)}
 
     def carried(self, keys: list[str]) -> dict[str, str]:
         """{variant key: the test that caught it} for every kill still valid."""
@@ -76,7 +95,7 @@ class VerdictCache:
             if file is not None and file in self.files:
                 entries[key] = {"test": test, "file_sha256": self.files[file]}
         data = {"format": FORMAT, "fingerprint": self.fingerprint, "folder": self.kit_path, "shared": self.shared,
-                "kills": entries}
+                "kills": entries, "course": self.course}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
@@ -90,6 +109,12 @@ class VerdictCache:
         path = test.split("::", 1)[0]
         prefix = self.kit_path.rstrip("/") + "/"
         return path[len(prefix):] if path.startswith(prefix) else None
+
+
+def code_digest(student_source: str, overrides: dict, ref_deps: bool) -> str:
+    """A hash of the code the course tests run on: the student's file, and the
+    student's files of the modules it needs unless they come from the reference."""
+    return hashlib.sha256(json.dumps([student_source, overrides, ref_deps], sort_keys=True).encode()).hexdigest()
 
 
 def _file_hashes(folder: Path) -> dict[str, str]:

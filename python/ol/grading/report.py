@@ -18,7 +18,7 @@ from ol.grading.check import CheckResult
 DEFAULT_MAX_SURVIVORS = 3   # diffs shown per function; --all shows every one
 JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
                "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by",
-               "mutants", "carried_over")
+               "mutants", "carried_over", "course_tests_kept")
 
 
 def to_json(result: CheckResult) -> str:
@@ -73,9 +73,13 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
         f"{excluded.get('equivalent', 0)} reviewed equivalent mutants.  ({result.seconds:.1f} s, "
         f"{result.confinement or 'confined'})"
     )
+    kept = []
+    if result.course_tests_kept:
+        kept.append("the course tests' pass (your code is unchanged)")
     if result.carried_over:
-        lines.append(f"{result.carried_over} catches kept from your last check (their test files are unchanged; "
-                     "--fresh grades everything again).")
+        kept.append(f"{result.carried_over} catches (their test files are unchanged)")
+    if kept:
+        lines.append(f"Kept from your last check: {' and '.join(kept)}; --fresh grades everything again.")
     return "\n".join(lines) + "\n"
 
 
