@@ -2,7 +2,7 @@
 # Install everything the kit's tests need, into the current Python:
 # Debian's bubblewrap (ol check confines every graded run in it) and chromium
 # (the browser test of ol check --html drives it with playwright; no browser
-# is ever downloaded), the package with its dev, oracle and cluster extras
+# is ever downloaded), the package with its dev, oracle, cluster and browser extras
 # (pip builds the C kernel), and physicsnemo for the L7.3x oracle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
 
-python -m pip install -e '.[dev,oracle,cluster]'
+python -m pip install -e '.[dev,oracle,cluster,browser]'
 # physicsnemo (oracle/L7.3x/axial_physicsnemo.py) without its dependencies: it
 # requires torchvision, which would replace torch 2.13.0 (the torchvision built
 # for 2.13 on PyPI is a CUDA build); then what importing its RoPE really needs.

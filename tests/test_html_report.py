@@ -2,7 +2,7 @@
 be written, and the command end to end.
 
 The browser is Debian's chromium (/usr/bin/chromium, installed by
-tests/setup.sh) driven by playwright (the dev extra); nothing downloads a
+tests/setup.sh) driven by playwright (the browser extra); nothing downloads a
 browser.  The page must work offline: every request it makes is recorded,
 and only the page itself may be loaded.
 """
