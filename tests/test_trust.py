@@ -29,6 +29,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -79,13 +80,13 @@ def repository_files() -> dict[str, str]:
     return snapshot(ROOT, skip=(".git", ".ol", ".pytest_cache", ".hypothesis", "build"))
 
 
-def materialize(name: str, dest: Path) -> Path:
-    """The cheat's folder, its placeholders filled: where the repository and
-    the home folder are, the reference's fingerprint, renamed copies of the
-    course's implementations."""
+def materialize(name: str, dest: Path, root: Path = ROOT) -> Path:
+    """The cheat's folder, its placeholders filled: where the repository (root)
+    and the home folder are, the reference's fingerprint, renamed copies of
+    the course's implementations."""
     rope, alternate = reference_modules("tinyllm.modern.rope")[0], ROOT / "course/reference/alternates/L7.3/rope.py"
     values = {
-        "__ROOT__": str(ROOT), "__HOME__": os.path.expanduser("~"),
+        "__ROOT__": str(root), "__HOME__": os.path.expanduser("~"),
         "__REFERENCE_FINGERPRINT__": hashlib.sha256(rope.apply_rope.__code__.co_code).hexdigest(),
         "__REFERENCE_COPY__": (ROOT / "course/reference/python/tinyllm/modern/rope.py").read_text()
         .replace("def rope_cos_sin", "def my_cos_sin").replace("def apply_rope", "def my_apply"),
@@ -121,6 +122,47 @@ def test_no_cheating_suite_passes_or_gains_score(cheat, sharing, sampled, tmp_pa
         assert not (ROOT / canary).exists(), f"{cheat} wrote into the repository"
     for marker in ESCAPEE_MARKERS:
         assert not processes_with(marker), f"a process of {cheat} outlived the check"
+
+
+# ---- where the student's Python lives ---------------------------------------------------
+
+
+def virtual_environment(folder: Path) -> Path:
+    """A venv at folder that sees this interpreter's packages; its python."""
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(folder)], check=True)
+    return folder / "bin" / "python"
+
+
+def test_a_venv_inside_the_checkout_is_seen_by_the_runs_and_the_checkout_is_not():
+    # /var/tmp, not pytest's /tmp: a Python under /tmp cannot be confined (next test)
+    scratch = Path(tempfile.mkdtemp(prefix="ol-venv-", dir="/var/tmp"))
+    try:
+        checkout = copy_checkout(scratch / "checkout")
+        python = virtual_environment(checkout / ".venv")
+        (checkout / "python/tinyllm/modern").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(checkout / "course/reference/python/tinyllm/modern/rope.py", checkout / "python/tinyllm/modern")
+
+        def check(tests: Path) -> dict:
+            r = subprocess.run([str(python), str(checkout / "ol"), "check", "L7.3", "--ref-deps", "--json",
+                                "--tests", str(tests)], cwd=scratch, capture_output=True, text=True, timeout=600)
+            assert r.returncode in (0, 1), explain(r)
+            return json.loads(r.stdout)
+
+        honest = check(MODEL_ANSWER)
+        assert honest["confinement"] == "confined" and honest["passed"], honest
+        cheat = check(materialize("reference-read-at-run-time", scratch, root=checkout))
+        assert cheat["confinement"] == "confined" and not cheat["passed"], cheat
+        assert "No such file" in cheat["output"] or "FileNotFoundError" in cheat["output"], cheat["output"][-2000:]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_a_python_installed_under_tmp_is_not_confined_and_says_why(tmp_path):
+    python = virtual_environment(tmp_path / "venv")
+    r = subprocess.run([str(python), str(ROOT / "ol"), "check", "L7.3", "--ref-deps", "--require-confinement"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, explain(r)
+    assert "installed under /tmp" in r.stderr and str(tmp_path / "venv") in r.stderr, explain(r)
 
 
 def test_the_observer_never_imports_the_suite_or_the_code_under_test(sampled, tmp_path):

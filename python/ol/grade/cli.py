@@ -69,8 +69,8 @@ def run(args: argparse.Namespace, ctx) -> int:
                           f"{', '.join(m.id for m in ctx.catalog.modules if m.grading)}")
         confined = confine.bubblewrap()[0]
         if not confined and not args.allow_unconfined:
-            raise OlError(f"refusing to grade unconfined: {confine.bubblewrap()[1]}. Install bubblewrap "
-                          "(apt-get install bubblewrap), or pass --allow-unconfined where it cannot run")
+            raise OlError(f"refusing to grade unconfined: {confine.bubblewrap()[1]}; "
+                          "or pass --allow-unconfined where confinement cannot work")
         submissions = read_submissions(args.submissions, module)
     except (OlError, FileNotFoundError) as error:
         print(f"ol grade: {error}", file=ctx.err)

@@ -33,6 +33,7 @@ import ctypes
 import os
 import resource
 import shutil
+import site
 import signal
 import subprocess
 import sys
@@ -76,12 +77,19 @@ _probe: tuple[bool, str] | None = None
 
 
 def bubblewrap() -> tuple[bool, str]:
-    """(usable, why not): bwrap is on PATH and starts a sandbox here."""
+    """(usable, why not): bwrap is on PATH and starts a sandbox here, and
+    this Python's installation lies outside /tmp (each confined run gets a
+    fresh /tmp of its own, which would hide it)."""
     global _probe
     if _probe is None:
         path = shutil.which("bwrap")
-        if path is None:
-            _probe = (False, "bubblewrap (bwrap) is not installed")
+        under_tmp = _environment_under_tmp()
+        if under_tmp is not None:
+            _probe = (False, f"this Python is installed under /tmp ({under_tmp}), which every confined run replaces "
+                             "with an empty /tmp of its own; create the virtual environment elsewhere, e.g. "
+                             "python -m venv ~/.venvs/tinyllm, or .venv inside your checkout")
+        elif path is None:
+            _probe = (False, "bubblewrap (bwrap) is not installed (Debian/Ubuntu: sudo apt-get install bubblewrap)")
         else:
             try:
                 done = subprocess.run([path, "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "true"],
@@ -90,6 +98,18 @@ def bubblewrap() -> tuple[bool, str]:
             except (OSError, subprocess.TimeoutExpired) as error:
                 _probe = (False, f"bwrap cannot start a sandbox here: {error}")
     return _probe
+
+
+def _environment_roots() -> set[str]:
+    """The folders of this Python's installation: its prefixes, its
+    executable's folder and its site-packages."""
+    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
+               os.path.dirname(sys.executable), *site.getsitepackages()}
+    return {os.path.realpath(f) for f in folders if f}
+
+
+def _environment_under_tmp() -> str | None:
+    return next((f for f in sorted(_environment_roots()) if f == "/tmp" or f.startswith("/tmp/")), None)
 
 
 def bwrap_command(ol_package: Path, hidden: Path, python: str = sys.executable) -> list[str]:
@@ -137,8 +157,21 @@ def _system_paths(python: str, hidden: Path) -> list[str]:
         if path.startswith("/usr" + os.sep) or path.startswith("/etc" + os.sep):
             continue
         kept.append(path)
+    return [p for p in kept if not hides(hidden, p)]
+
+
+def hides(hidden: Path | str, path: str) -> bool:
+    """Whether `path` (a real path) must stay out of a sandbox that hides
+    `hidden` (the repository): the repository, anything in it, or a folder
+    around it.  A virtual environment inside it (.venv) is the exception:
+    it is this Python's installation, not the course's files."""
     hidden = os.path.realpath(hidden)
-    return [p for p in kept if not (p == hidden or p.startswith(hidden + os.sep) or hidden.startswith(p + os.sep))]
+    if path == hidden or hidden.startswith(path + os.sep):
+        return True
+    if not path.startswith(hidden + os.sep):
+        return False
+    environments = {os.path.realpath(sys.prefix), os.path.realpath(sys.exec_prefix)}
+    return not any(e.startswith(hidden + os.sep) and (path == e or path.startswith(e + os.sep)) for e in environments)
 
 
 # ---- one run ---------------------------------------------------------------------------

@@ -223,14 +223,14 @@ def default_mode() -> str:
 
 
 def host_sys_path(root: Path) -> list[str]:
-    """This interpreter's import path, minus the repository and the current folder."""
-    root = str(Path(root).resolve())
+    """This interpreter's import path, minus the repository (but for a
+    virtual environment inside it) and the current folder."""
     kept = []
     for entry in sys.path:
         if not entry or entry == ".":
             continue
         real = os.path.realpath(entry)
-        if real == root or real.startswith(root + os.sep) or not os.path.exists(real):
+        if real == os.path.realpath(root) or confine.hides(root, real) or not os.path.exists(real):
             continue
         kept.append(real)
     return kept
