@@ -174,7 +174,7 @@ def _functions(result: CheckResult) -> str:
     for function, (survived, caught, line) in sorted(counts.items(), key=lambda item: (-item[1][0], item[0])):
         name = f'<a href="#L{line}">{_e(function)}</a>' if line else _e(function)
         rows.append(f'<tr class="{"survived" if survived else "killed"}"><td>{name}</td>'
-                    f'<td class="num s">{survived}</td><td class="num k">{caught}</td></tr>')
+                    f'<td class="num {"s" if survived else "muted"}">{survived}</td><td class="num k">{caught}</td></tr>')
     return f"""
 <section id="functions">
   <h2>Generated mutants by function</h2>
