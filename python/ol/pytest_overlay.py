@@ -10,7 +10,6 @@ Without $OL_OVERLAY the plugin does nothing.
 
 from __future__ import annotations
 
-from ol.overlay import OVERLAY_ENV as ENV  # noqa: F401  (the variable's name, as before)
 from ol.overlay import install_from_env
 
 install_from_env()

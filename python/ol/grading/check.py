@@ -24,12 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ol.grading import confine, static_check
+from ol.grading import confine
 from ol.grading.engine import EngineFault
 from ol.grading.session import GradingFault, GradingSession, NotGraded  # noqa: F401  (NotGraded: API)
 from ol.grading.recheck import VerdictCache, code_digest
 from ol.grading.stages import FAILED, PASSED, Grader, SuiteProblem, Verdict, describe
-from ol.grading.static_check import check_test_folder
+from ol.grading.static_check import check_student_tests
 
 
 @dataclass(frozen=True)
@@ -121,8 +121,7 @@ def check_module(
         student, overrides = session.student_variant(ref_deps)
     if not tests.is_dir():
         return stop(f"no test folder {_shown(tests, root)}: ./ol start {module.id} creates it with a starter test", [])
-    violations = check_test_folder(tests, root, grading.allowed_imports, contract_names(session),
-                                   {v.origin: v.source for v in (session.reference, *session.alternates)})
+    violations = check_student_tests(root, session.catalog, module, tests)   # what ol tests --mine shows too
     cache = VerdictCache(verdict_cache, session, tests) if verdict_cache is not None else None
     code = code_digest(student.source, overrides, ref_deps) if course_tests else ""
     kept_course = cache.course_passed(code) if cache is not None and course_tests else None
@@ -216,11 +215,6 @@ def check_fixtures(session: GradingSession) -> None:
                 load_fixture(session.root / fixture)
             except FixtureError as error:
                 raise GradingFault(f"a golden fixture of {session.module.id} is broken (not your code): {error}") from None
-
-
-def contract_names(session: GradingSession) -> dict[str, frozenset[str]]:
-    """Public names of each allowed tinyllm module's contract."""
-    return static_check.contract_names(session.root, session.catalog, session.grading.allowed_imports)
 
 
 def equivalent_verdicts(root: Path, module_id: str, *, tests: Path, workers: int = 2, time_limit: float = 60.0,

@@ -230,7 +230,7 @@ def host_sys_path(root: Path) -> list[str]:
         if not entry or entry == ".":
             continue
         real = os.path.realpath(entry)
-        if real == os.path.realpath(root) or confine.hides(root, real) or not os.path.exists(real):
+        if confine.hides(root, real) or not os.path.exists(real):
             continue
         kept.append(real)
     return kept
