@@ -248,15 +248,20 @@ def victims_of(victim: str) -> list[int]:
 
 
 def kill_after(verdicts: int, victim: str):
-    """on_event for check_module: after `verdicts` verdicts, SIGKILL the victim."""
+    """on_event for check_module: from the `verdicts`-th verdict on, SIGKILL
+    the victim at every verdict (an implementation run found just as it ends
+    would be killed too late to matter; the next one is not)."""
     seen = {"n": 0, "killed": []}
 
     def on_event(event):
         if event.get("event") == "verdict":
             seen["n"] += 1
-            if seen["n"] >= verdicts and not seen["killed"]:
+            if seen["n"] >= verdicts:
                 for pid in victims_of(victim):
-                    os.kill(pid, signal.SIGKILL)
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:   # it ended between the listing and the kill
+                        continue
                     seen["killed"].append(pid)
 
     on_event.seen = seen
