@@ -67,9 +67,10 @@ def run(args: argparse.Namespace, ctx) -> int:
         if module.grading is None:
             raise OlError(f"{module.id} has no graded tests; ol grade grades "
                           f"{', '.join(m.id for m in ctx.catalog.modules if m.grading)}")
-        confined = confine.bubblewrap()[0]
+        mode, why = confine.choose_mode()   # namespaces, or (root without them: Docker) one user per run
+        confined = mode != confine.UNCONFINED
         if not confined and not args.allow_unconfined:
-            raise OlError(f"refusing to grade unconfined: {confine.bubblewrap()[1]}; "
+            raise OlError(f"refusing to grade unconfined: {why}; "
                           "or pass --allow-unconfined where confinement cannot work")
         submissions = read_submissions(args.submissions, module)
     except (OlError, FileNotFoundError) as error:
@@ -86,12 +87,12 @@ def run(args: argparse.Namespace, ctx) -> int:
 
     session = GradingSession(ctx.root, module.id)   # builds the mutant cache once; each copy starts from it
     cache = [cache_path(session.reference.source)]
-    kit = hashlib.sha256(f"{kit_digest(ctx.root)} {module.id} {args.time_limit} {confined}".encode()).hexdigest()
+    kit = hashlib.sha256(f"{kit_digest(ctx.root)} {module.id} {args.time_limit} {mode}".encode()).hexdigest()
     records, todo = [], []
     for submission in submissions:
         digest = hashlib.sha256(f"{kit} {submission.digest()}".encode()).hexdigest()
         base = {"student": submission.student, "module": module.id, "digest": digest,
-                "ignored": submission.ignored, "confinement": "confined" if confined else "unconfined"}
+                "ignored": submission.ignored, "confinement": mode}
         previous = read_record(out, submission.student)
         if previous is not None and previous.get("digest") == digest:
             records.append(previous)                       # unchanged since it was graded: keep it

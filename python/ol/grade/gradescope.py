@@ -173,10 +173,10 @@ def grade_submission(kit: Path, config: dict, submission: Path) -> dict:
     if not any(path.endswith(tuple(module.files)) for path in files):
         return _not_graded(f"Your submission has no {', '.join(module.files)} (expected at python/{module.files[0]} "
                            f"or at the top level as {Path(module.files[0]).name}).")
-    confined = confine.bubblewrap()[0]
+    confined = confine.choose_mode()[0] != confine.UNCONFINED   # namespaces, or one user per run (Docker)
     if not confined and not config.get("allow_unconfined"):
-        return _not_graded("The autograder cannot confine your tests here (bubblewrap does not run), so it "
-                           "refuses to grade; tell your instructor.")
+        return _not_graded("The autograder cannot confine your tests here (neither bubblewrap nor one user "
+                           "per run works), so it refuses to grade; tell your instructor.")
     with tempfile.TemporaryDirectory(prefix="ol-autograder-") as scratch:
         record = grade_one(kit, module.id, files, workdir=Path(scratch) / "work", workers=os.cpu_count() or 1,
                            confined=confined, mutant_cache=sorted((Path.home() / ".cache" / "tinyllm-ol").glob("*.json")))

@@ -18,7 +18,7 @@ from ol.grading.check import CheckResult
 DEFAULT_MAX_SURVIVORS = 3   # diffs shown per function; --all shows every one
 JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
                "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by",
-               "mutants", "carried_over", "course_tests_kept")
+               "mutants", "carried_over", "course_tests_kept", "memory_bound")
 
 
 def to_json(result: CheckResult) -> str:
@@ -73,6 +73,8 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
         f"{excluded.get('equivalent', 0)} reviewed equivalent mutants.  ({result.seconds:.1f} s, "
         f"{result.confinement or 'confined'})"
     )
+    if result.memory_bound:
+        lines.append(f"Memory per run: {result.memory_bound}.")
     kept = []
     if result.course_tests_kept:
         kept.append("the course tests' pass (your code is unchanged)")
