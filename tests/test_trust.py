@@ -160,6 +160,8 @@ def assert_nothing_left(cheat: str) -> None:
         assert not (ROOT / canary).exists(), f"{cheat} wrote into the repository"
     for marker in ESCAPEE_MARKERS:
         assert not processes_with(marker), f"a process of {cheat} outlived the check"
+    groups = list(Path("/sys/fs/cgroup").glob(f"*/**/ol-run-{os.getpid()}-*"))
+    assert not groups, f"memory groups of {cheat}'s check were left: {groups}"
 
 
 # ---- no state between runs, nothing of the grader's -----------------------------------------
@@ -801,7 +803,7 @@ def test_the_gallery_gains_nothing_where_namespaces_are_refused(tmp_path):
     in Docker's default profile (each run as a user of its own, under
     Landlock): no pass, no gain; no process or file of a run's user left, no
     key, nothing written into the repository."""
-    before_keys = vote_keys()
+    before_keys, before_scratch = vote_keys(), set(Path("/tmp").glob("ol-sandbox-*"))
     driver = GALLERY_DRIVER.format(tests=str(ROOT / "tests"), cheats=GALLERY)
     r = subprocess.run([*DOCKER_DEFAULT, sys.executable, "-c", driver], capture_output=True, text=True,
                        timeout=1800, cwd=tmp_path, env=dict(os.environ, TMPDIR=str(tmp_path)))
@@ -815,7 +817,7 @@ def test_the_gallery_gains_nothing_where_namespaces_are_refused(tmp_path):
     assert not run_users(), f"processes of the runs' users left: {[_cmdline(p) for p in run_users()]}"
     assert not files_of_run_users("/tmp", "/var/tmp", "/dev/shm", str(tmp_path)), "files of the runs' users left"
     assert vote_keys() == before_keys, "a run left a key in the kernel's keyrings"
-    assert not [p for p in tmp_path.glob("ol-sandbox-*")], "the grader's scratch folder was left"
+    assert set(Path("/tmp").glob("ol-sandbox-*")) <= before_scratch, "the grader's scratch folder was left"
 
 
 def test_ol_grade_where_namespaces_are_refused(tmp_path):
