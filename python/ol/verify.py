@@ -3,10 +3,13 @@
     every module   the reference passes its course tests; a fresh stub (from
                    the contract) fails every one of them
     graded module  each alternate passes the course tests; each pitfall fails
-                   the course tests it names; the model-answer suite grades
-                   1.0 with every pitfall caught; the reviewed equivalent list
-                   still matches what mutmut generates, and the model answer
-                   kills none of them (else they are not equivalent)
+                   the course tests it names, and so does each further
+                   mistake the chapter warns against (misconceptions.toml
+                   beside pitfalls.toml: the entries with a `caught_by`); the
+                   model-answer suite grades 1.0 with every pitfall caught;
+                   the reviewed equivalent list still matches what mutmut
+                   generates, and the model answer kills none of them (else
+                   they are not equivalent)
 
 A change to the reference that breaks any of this is reported, never
 silently absorbed.  Runs nothing inside the student's tree.
@@ -15,6 +18,7 @@ silently absorbed.  Runs nothing inside the student's tree.
 from __future__ import annotations
 
 import argparse
+import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,7 +88,9 @@ def _verify_graded(root: Path, module: Module, result: VerifyResult, workers: in
     result.problems.extend(pitfall_errors)
     result.problems.extend(overlapping_edits(root / grading.pitfalls, session.reference.source))
     stub = Variant("stub", fresh_stubs(root, module)[grading.target], session.reference.origin)
-    variants = [session.reference, stub, *session.alternates, *session.pitfall_variants()]
+    warnings = _chapter_warnings(root / grading.pitfalls, session.reference.source, result)
+    warned = [Variant(f"warning:{entry['id']}", source, session.reference.origin) for entry, source in warnings]
+    variants = [session.reference, stub, *session.alternates, *session.pitfall_variants(), *warned]
     with session.engine({}, workers=workers) as engine:
         runs = Grader(session, engine, time_limit=300.0).course_tests_of(variants)
     reference, stub_run = runs.pop("reference"), runs.pop("stub")
@@ -101,10 +107,41 @@ def _verify_graded(root: Path, module: Module, result: VerifyResult, workers: in
         result.check(not missed, f"pitfall {pitfall.id} fails {', '.join(pitfall.caught_by)}",
                      f"pitfall {pitfall.id} is NOT caught by {', '.join(missed)} (it fails: "
                      f"{', '.join(sorted(failed)) or 'nothing'})")
+    for entry, _ in warnings:
+        failed = {name.split("[")[0] for name in runs[f"warning:{entry['id']}"].failed}
+        missed = [test for test in entry["caught_by"] if test not in failed]
+        said = f"misconception {entry['id']} (a warning of chapter section {entry.get('section', '?')})"
+        result.check(not missed, f"{said} fails {', '.join(entry['caught_by'])}",
+                     f"{said} is NOT caught by {', '.join(missed)} (it fails: {', '.join(sorted(failed)) or 'nothing'})")
     if pitfall_errors:
         result.problems.append("the model answer is not graded until every pitfall applies to the reference")
     else:
         _verify_grading(session, result, workers)
+
+
+def _chapter_warnings(pitfalls: Path, reference: str, result: VerifyResult) -> list[tuple[dict, str]]:
+    """The mistakes the chapter warns against beyond its pitfalls: the entries of
+    misconceptions.toml (beside pitfalls.toml) that name the course tests that must
+    fail on them (`caught_by`), each with its source, the reference with its edits.
+    An entry whose edits no longer apply is a problem."""
+    path = pitfalls.with_name("misconceptions.toml")
+    if not path.is_file():
+        return []
+    warnings = []
+    for entry in tomllib.loads(path.read_text(encoding="utf-8")).get("misconception", []):
+        if not entry.get("caught_by"):
+            continue
+        source = reference
+        for number, edit in enumerate(entry.get("edit", []), start=1):
+            count = reference.count(edit["old"])
+            if count != 1:
+                result.problems.append(f"{path.name}: misconception {entry['id']}'s edit {number} finds its `old` text "
+                                       f"{count} times in the reference, not once: update the edit")
+                break
+            source = source.replace(edit["old"], edit["new"])
+        else:
+            warnings.append((entry, source))
+    return warnings
 
 
 def _verify_grading(session, result: VerifyResult, workers: int) -> None:
