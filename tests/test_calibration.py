@@ -34,6 +34,13 @@ L7.4 (written after its section 13 listed every rule, edge and config shape
 the mutants probe): a 474/474, b 472/474 (it never asks for a single pair, so
 two mutants of the rotary-dim check survive), c 474/474; every pitfall caught
 by all three.
+
+L7.4 after issue 19 (a None field counts as absent; dynamic with a single
+pair raises ValueError): 500 counted mutants (474 before; 33 message-only
+and the same 5 equivalent set aside).  Unchanged, the suites score a 498/500,
+b 492/500, c 498/500 (before: 474, 468 and 474 of 474), every pitfall caught:
+each misses dynamic's new `r < 4` boundary (`r <= 4`, `r < 5`), which section
+13 now asks for (two pairs are valid).  They pass, so they were not changed.
 """
 
 from __future__ import annotations
