@@ -79,6 +79,17 @@ HINTS = [
     Hint("L7.3", "a random vector is better than $(1, 1, 1, 1)$", f"apply_rope({X4}, {TABLES})",
          "        a, b = rot[..., : r // 2], rot[..., r // 2 :] => "
          "        a, b = rot[..., : r // 3], rot[..., r // 2 :]", plain=f"apply_rope({ONES4}, {TABLES})"),
+    Hint("L7.3", "in the interleaved layout", f"apply_rope({X4}, {TABLES}, 'interleaved')", "s07",
+         plain=f"apply_rope({X4}, {TABLES}, 'half')"),
+    Hint("L7.3", "and with partial rotary",
+         f"apply_rope(Tensor(np.array([[0.3, -1.2, 0.7, 2.0, 5.0, -3.0]], np.float32)), {TABLES}, 'half', 4)", "s03",
+         plain=f"apply_rope({X4}, {TABLES}, 'half', 4)"),
+    Hint("L7.3", "that `attention_scaling` multiplies **both** tables", "rope_cos_sin([5], [1.0, 0.01], 1.5)", "s05",
+         plain="rope_cos_sin([5], [1.0, 0.01], 1.0)"),
+    Hint("L7.3", "an unknown layout", f"apply_rope({X4}, {TABLES}, 'rotate')",
+         "    if not isinstance(layout, str) or layout not in LAYOUTS: => "
+         "    if not isinstance(layout, str) and layout not in LAYOUTS:",
+         plain=f"apply_rope({X4}, {TABLES}, 'interleaved')"),
     Hint("L7.3", "Use positions other than 0", f"apply_rope({X4}, {TABLES})",
          "    a_out = a * cos - b * sin  # [..., r/2] =>    a_out = a * cos + b * sin  # [..., r/2]",
          plain=f"apply_rope({X4}, *rope_cos_sin([0], [1.0, 0.01]))"),
