@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gc
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -34,38 +35,48 @@ def main(argv: list[str]) -> int:
     request = json.loads(request_path.read_text(encoding="utf-8"))
 
     from tinyllm.checkpoints.gguf import GGUFCheckpoint
-    from tinyllm.modern.decoding import greedy_generate
-    from tinyllm.modern.llama import Llama
 
     started = time.perf_counter()
     checkpoint = GGUFCheckpoint(request["checkpoint"])
     tokenizer = checkpoint.tokenizer()
     run = {"tokenized": [tokenizer.encode(text).ids for text in request["prompts"]], "seconds": {}}
-    greedy = request["greedy"]
     logits = {}
     for layout in request["layouts"]:
-        say(f"  building the model from the checkpoint, q/k rows in the {layout} layout ...")
-        model = Llama(checkpoint.config, checkpoint.weights(layout), layout=layout)
-        tic = time.perf_counter()
-        for index, ids in enumerate(request["prompt_ids"]):
-            out_logits, _ = model.forward(np.asarray([ids]), np.arange(len(ids)))
-            logits[f"{layout}/{index}"] = np.asarray(out_logits.data[0], dtype=np.float32)
-        run["seconds"][f"forward {layout}"] = time.perf_counter() - tic
-        if layout == greedy["layout"]:
-            say(f"  generating {greedy['tokens']} tokens greedily, with the KV cache ...")
-            prompt = request["prompt_ids"][greedy["prompt"]]
-            tic = time.perf_counter()
-            new = greedy_generate(model, prompt, greedy["tokens"], use_cache=True)
-            run["seconds"]["generate"] = time.perf_counter() - tic
-            run["greedy_ids"] = [int(i) for i in new]
-            run["greedy_text"] = tokenizer.decode(list(prompt) + run["greedy_ids"])
-            run["prompt_text"] = tokenizer.decode(list(prompt))
-        del model
-        gc.collect()
+        logits.update(run_layout(checkpoint, tokenizer, layout, request, run))
+        gc.collect()  # one model at a time: the last one's weights go before the next is built
     run["seconds"]["total"] = time.perf_counter() - started
+    run["peak_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9  # Linux: ru_maxrss in kB
     np.savez(out / "logits.npz", **logits)
     (out / "run.json").write_text(json.dumps(run), encoding="utf-8")
     return 0
+
+
+def run_layout(checkpoint, tokenizer, layout: str, request: dict, run: dict) -> dict:
+    """Build the model with the q/k rows in `layout`, run every prompt (and the
+    greedy continuation, for its layout); only numpy arrays leave, so the model
+    and its graphs are freed on return."""
+    from tinyllm.modern.decoding import greedy_generate
+    from tinyllm.modern.llama import Llama
+
+    say(f"  building the model from the checkpoint, q/k rows in the {layout} layout ...")
+    model = Llama(checkpoint.config, checkpoint.weights(layout), layout=layout)
+    logits = {}
+    tic = time.perf_counter()
+    for index, ids in enumerate(request["prompt_ids"]):
+        out, _ = model.forward(np.asarray([ids]), np.arange(len(ids)))
+        logits[f"{layout}/{index}"] = np.array(out.data[0], dtype=np.float32)
+    run["seconds"][f"forward {layout}"] = time.perf_counter() - tic
+    greedy = request["greedy"]
+    if layout == greedy["layout"]:
+        say(f"  generating {greedy['tokens']} tokens greedily, with the KV cache ...")
+        prompt = request["prompt_ids"][greedy["prompt"]]
+        tic = time.perf_counter()
+        new = greedy_generate(model, prompt, greedy["tokens"], use_cache=True)
+        run["seconds"]["generate"] = time.perf_counter() - tic
+        run["greedy_ids"] = [int(i) for i in new]
+        run["greedy_text"] = tokenizer.decode(list(prompt) + run["greedy_ids"])
+        run["prompt_text"] = tokenizer.decode(list(prompt))
+    return logits
 
 
 def say(line: str) -> None:

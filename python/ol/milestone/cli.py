@@ -119,7 +119,8 @@ def _report(ctx, milestone, golden, prompts, logits, result) -> int:
     continuation = result["greedy_text"][len(prompt_text):] if result["greedy_text"].startswith(prompt_text) \
         else result["greedy_text"]
     ctx.say("", f"greedy continuation ({GREEDY_LAYOUT} layout, KV cache, {len(ours)} tokens, "
-            f"{len(ours) / result['seconds']['generate']:.1f} tokens/s):",
+            f"{len(ours) / result['seconds']['generate']:.1f} tokens/s; the run peaked at "
+            f"{result['peak_gb']:.2f} GB):",
             f"  {prompt_text}|{json.dumps(continuation)[1:-1]}")
     if differs_at is None:
         ctx.say("  the same token ids as transformers' generate: ok")
