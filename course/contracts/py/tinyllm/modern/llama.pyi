@@ -48,7 +48,7 @@ def mlp(x: Tensor, gate: Tensor, up: Tensor, down: Tensor) -> Tensor:
     ...
 
 
-def decoder_layer(x: Tensor, layer: Mapping[str, Tensor], rope: RopeSpec, positions, *, n_heads: int,
+def decoder_layer(x: Tensor, layer: Mapping[str, Tensor], rope: RopeSpec, positions, n_heads: int,
                   n_kv_heads: int, eps: float, past=None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """One decoder layer: x + attention(rms_norm(x)), then + mlp(rms_norm(.)).
 

@@ -38,7 +38,7 @@ def mlp(x: Tensor, gate: Tensor, up: Tensor, down: Tensor) -> Tensor:
     return linear(silu(linear(x, gate)) * linear(x, up), down)
 
 
-def decoder_layer(x: Tensor, layer: Mapping[str, Tensor], rope: RopeSpec, positions, *, n_heads: int,
+def decoder_layer(x: Tensor, layer: Mapping[str, Tensor], rope: RopeSpec, positions, n_heads: int,
                   n_kv_heads: int, eps: float, past=None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
     """One pre-norm block: x + attention(norm(x)), then + mlp(norm(.)).
     layer: the nine tensors of LAYER_WEIGHTS by those names.  Returns (out [B, S, d], (K, V))."""
