@@ -36,12 +36,13 @@ GREEDY_LAYOUT = "half"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.split("\n\n", 1)[1].strip()
     parser.add_argument("milestone", metavar="MILESTONE", help="a milestone id from the catalog: MS-L7")
     parser.add_argument("--ref-deps", action="store_true",
                         help="take the modules you have not started from the reference")
     parser.add_argument("--pitfall", metavar="ID",
-                        help="demonstration: the reference's RoPE with this pitfall of its chapter (e.g. s01) "
-                             "planted, in place of yours")
+                        help="demonstration: the reference's L7.3 RoPE with one of its chapter's pitfalls "
+                             "(s01 to s07) planted, in place of yours")
 
 
 def run(args: argparse.Namespace, ctx) -> int:
