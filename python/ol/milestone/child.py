@@ -10,7 +10,7 @@ prompt (the golden ids, so that a tokenizer difference cannot hide a model
 difference); with the greedy layout it also generates, with the KV cache.
 It writes OUT_DIR/logits.npz ("<layout>/<prompt>": float32 [S, vocab]) and
 OUT_DIR/run.json (the tokenizer's own ids for each prompt, the generated ids
-and text, timings).  ol.milestone.compare judges them; this file judges
+and text, timings, the process's peak memory).  ol.milestone.compare judges them; this file judges
 nothing.  An exception in the student's code ends the run with its
 traceback and exit 1.
 """
