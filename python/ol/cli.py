@@ -135,6 +135,7 @@ LAZY_VERBS: dict[str, tuple[str, str]] = {
     "verify": ("ol.verify", "instructor: the reference passes, stubs fail, pitfalls are caught"),
     "grade": ("ol.grade.cli", "instructor: grade a folder of submissions (grades.csv, summary.md)"),
     "gradescope": ("ol.grade.gradescope", "instructor: build a Gradescope autograder bundle"),
+    "milestone": ("ol.milestone.cli", "a whole model on your modules: MS-L7 runs SmolLM2-135M against transformers"),
 }
 
 
