@@ -55,3 +55,23 @@ def kit_digest(root: Path) -> str:
     for name in kit_files(root):
         h.update(name.encode() + b"\0" + hashlib.sha256((Path(root) / name).read_bytes()).digest())
     return h.hexdigest()
+
+
+def catalog_pitfalls(root: Path, module) -> list[dict]:
+    """[{"id", "misconception", "symptom"}] of the module's pitfalls file, in
+    its order: what every report lists, graded or not."""
+    import tomllib
+
+    path = Path(root) / module.grading.pitfalls
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return [{"id": p.get("id", "?"), "misconception": p["misconception"], "symptom": p["symptom"]}
+            for p in data.get("pitfall", [])]
+
+
+def graded_source(root: Path, module) -> tuple[str, str]:
+    """(text, path shown) of the file the module's mutants change: what a
+    report draws its lines from."""
+    from ol.catalog import REFERENCE_TREE
+
+    path = f"{REFERENCE_TREE}/{module.grading.target}"
+    return (Path(root) / path).read_text(encoding="utf-8"), path
