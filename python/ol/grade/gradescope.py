@@ -267,6 +267,8 @@ def grade_submission(kit: Path, config: dict, submission: Path) -> dict:
             cache = sorted((Path.home() / ".cache" / "tinyllm-ol").glob("*.json"))
             record = {**grade_one(kit, module.id, entry.files, workdir=Path(scratch) / "work",
                                   workers=(os.cpu_count() or 1) + 1, confined=confined, mutant_cache=cache), **base}
+    if record.get("error"):     # Gradescope shows the autograder's stdout to instructors only
+        print(f"ol: the grader failed on this submission (not the student's work): {record['error']}")
     outcome = read_outcome(record, config["points"], catalog_pitfalls(kit, module))
     return results_json(outcome, config["points"], config.get("feedback", "full"))
 
@@ -307,7 +309,10 @@ def results_json(outcome, table: dict[str, float], level: str) -> dict:
     if said and outcome.ignored:
         output += f"\n\nIgnored (not part of {outcome.module}): {', '.join(outcome.ignored[:20])}"
     output += f"\n\n{ROUNDING}"
-    return {"score": float(outcome.points.total), "output": output, "output_format": "md", "tests": tests}
+    data = {"score": float(outcome.points.total), "output": output, "output_format": "md", "tests": tests}
+    if outcome.error:
+        data["extra_data"] = {"grader_error": outcome.error}
+    return data
 
 
 def _mutation_output(outcome, line: str, level: str, survivors_by_function) -> str:

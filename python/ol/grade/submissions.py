@@ -103,6 +103,7 @@ def read_submissions(folder: Path, module: Module) -> list[Submission]:
 def read_submission(entry: Path, module: Module, student: str) -> Submission:
     submission = Submission(student, shown(entry.name), entry)
     try:
+        submission.submitted = entry.lstat().st_mtime     # the entry's own time, even if it cannot be read
         raw, submission.submitted = _read_entry(entry)
         submission.files, submission.names, submission.ignored = take(raw, module)
     except Refused as why:
