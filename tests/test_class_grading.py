@@ -37,7 +37,6 @@ import re
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import tarfile
@@ -45,7 +44,7 @@ import tempfile
 import textwrap
 import tokenize
 import zipfile
-from datetime import datetime, timezone
+from datetime import datetime
 from fractions import Fraction
 from pathlib import Path
 
@@ -54,7 +53,8 @@ import pytest
 from kit import ROOT, explain, processes_with, run_ol, snapshot
 from ol.catalog import load_catalog
 from ol.grade import copies
-from ol.grade.submissions import MAX_MEMBERS, read_submissions, student_names, take
+from ol.grade.archives import MAX_MEMBERS
+from ol.grade.submissions import read_submissions, student_names, take
 from ol.workspace import fresh_stubs, starter_test_text
 
 REFERENCE_ROPE = ROOT / "course/reference/python/tinyllm/modern/rope.py"

@@ -139,7 +139,7 @@ def _grade(args, ctx, module, submissions, only, out: Path, confined: bool) -> d
     """{student: record} for every submission: kept, screened out, or graded now."""
     from ol.grade.class_report import read_record, write_record
     from ol.grade.kit import kit_digest
-    from ol.grade.one import describe, not_graded_record
+    from ol.grade.one import base_record, not_graded_record
 
     cores = os.cpu_count() or 1
     jobs = args.jobs or max(1, cores // (args.workers or cores))
@@ -150,7 +150,7 @@ def _grade(args, ctx, module, submissions, only, out: Path, confined: bool) -> d
     groups: dict[str, tuple] = {}        # digest -> (files, [base, ...]): the same files are graded once
     kept, missing = 0, []
     for submission in submissions:
-        base, screening = describe(module, submission, kit_key=kit_key, confinement=confinement)
+        base, screening = base_record(module, submission, kit_key=kit_key, confinement=confinement)
         previous = read_record(out, submission.student)
         if only is not None and submission.student not in only:
             if previous is not None:
@@ -268,7 +268,8 @@ def _report(args, ctx, module, submissions, records: dict[str, dict], manifest: 
         if unlisted:
             print(f"ol grade: not in --manifest (no id; left out of any export): {', '.join(unlisted)}", file=ctx.err)
     if args.export:
-        path = write_export(args.export, export, out / f"grades-{args.export}.csv", column=f"{module.id} {module.title}")
+        path = write_export(args.export, export, out / f"grades-{args.export}.csv",
+                            column=f"{module.id} {module.title}")
         print(f"ol grade: wrote {path} ({len(export)} students)", file=ctx.err)
     print(f"{headline(module.id, outcomes)}; results in {out}", file=ctx.out)
     return OK

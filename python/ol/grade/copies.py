@@ -83,12 +83,8 @@ def fingerprints(text: str) -> set[int]:
     """The winnowed k-gram hashes of `text` (step 1 to 3 above)."""
     hashes = [_hash(" ".join(gram)) for gram in _grams(normalized_tokens(text), K)]
     if len(hashes) <= W:
-        return set(hashes[:1] and [min(hashes)])
-    chosen = set()
-    for start in range(len(hashes) - W + 1):
-        window = hashes[start:start + W]
-        chosen.add(min(window))
-    return chosen
+        return {min(hashes)} if hashes else set()
+    return {min(hashes[start:start + W]) for start in range(len(hashes) - W + 1)}
 
 
 def normalized_tokens(text: str) -> list[str]:

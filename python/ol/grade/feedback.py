@@ -93,7 +93,8 @@ def markdown(outcome: Outcome, table: dict[str, float], level: str) -> str:
     if outcome.survivors:
         groups = survivors_by_function(outcome, MAX_SURVIVORS if level == "full" else 0)
         lines += ["## Surviving mutants", "",
-                  f"{len(outcome.survivors)} changes to the reference that none of your tests notices, by function:", ""]
+                  f"{len(outcome.survivors)} changes to the reference that none of your tests notices, "
+                  "by function:", ""]
         lines += [f"- {function}: {count}" for function, _, count in groups]
         lines.append("")
         for function, shown_here, count in groups:
@@ -102,7 +103,7 @@ def markdown(outcome: Outcome, table: dict[str, float], level: str) -> str:
                 for survivor in shown_here:
                     lines += [f"`{survivor.id}`", "", "```diff", survivor.diff.rstrip(), "```", ""]
     lines += ["## Files", ""]
-    names = outcome.extra.get("names") or {}
+    names = outcome.record.get("names") or {}
     lines += [f"- graded: {', '.join(sorted(names.values())) or 'none'}",
               f"- ignored (not part of {outcome.module}): {', '.join(outcome.ignored) or 'none'}", ""]
     return "\n".join(lines)
@@ -120,7 +121,7 @@ def write_feedback(outcome: Outcome, table: dict[str, float], level: str, folder
     _write(written[0], markdown(outcome, table, level))
     if level == "full":
         page = folder / f"{outcome.student}.html"
-        write_report(page, to_html(check_result(outcome.extra, outcome), source, source_path))
+        write_report(page, to_html(check_result(outcome), source, source_path))
         written.append(page)
     return written
 

@@ -96,8 +96,8 @@ else
 fi
 if [ -n "$why" ]; then
     why=${why//\\\\/\\\\\\\\}; why=${why//\\"/\\\\\\"}
-    printf '{"score": 0, "output": "The autograder failed (not your work): %s. Tell your instructor.", "tests": []}\\n' \\
-        "$why" > "$results"
+    message="The autograder failed (not your work): $why. Tell your instructor."
+    printf '{"score": 0, "output": "%s", "tests": []}\\n' "$message" > "$results"
 fi
 exit 0
 """
@@ -246,7 +246,7 @@ def grade_submission(kit: Path, config: dict, submission: Path) -> dict:
     """results.json's content for the files in `submission`, graded as ol grade grades them."""
     from ol.catalog import load_catalog
     from ol.grade.kit import catalog_pitfalls
-    from ol.grade.one import describe, grade_one, not_graded_record
+    from ol.grade.one import base_record, grade_one, not_graded_record
     from ol.grade.outcome import read_outcome
     from ol.grade.precheck import Screening
     from ol.grade.submissions import read_submission
@@ -255,7 +255,7 @@ def grade_submission(kit: Path, config: dict, submission: Path) -> dict:
     module = load_catalog(kit).get(config["module"])
     entry = read_submission(submission, module, student="submission")
     confined = confine.bubblewrap()[0]
-    base, screening = describe(module, entry, kit_key="gradescope",
+    base, screening = base_record(module, entry, kit_key="gradescope",
                                confinement="confined" if confined else "unconfined")
     if screening.reason is None and not confined and not config.get("allow_unconfined"):
         screening = Screening("the autograder cannot confine your tests here (bubblewrap does not run), so it does "

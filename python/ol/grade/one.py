@@ -1,7 +1,7 @@
 """Grade one submission: a private copy of the kit, the student's files in it,
 `ol check MODULE --ref-deps --isolated --json` run there.
 
-    base, screening = describe(module, submission, kit_key="...", confinement="confined")
+    base, screening = base_record(module, submission, kit_key="...", confinement="confined")
     record = grade_one(kit, "L7.3", submission.files, workdir=Path(...))   # when screening.reason is None
     record = {**record, **base}            # or not_graded_record(base, screening)
 
@@ -32,7 +32,7 @@ from ol.grade.submissions import Submission
 SUBMISSION_TIMEOUT = 1200.0   # seconds for one whole check; a check stops its own runs far earlier
 
 
-def describe(module: Module, submission: Submission, *, kit_key: str, confinement: str) -> tuple[dict, Screening]:
+def base_record(module: Module, submission: Submission, *, kit_key: str, confinement: str) -> tuple[dict, Screening]:
     """What a record says of a submission besides the check's own result
     (ol.grade.outcome lists the fields), and what can be said before grading.
     The digest covers the kit, the options that change a grade and the files,

@@ -7,7 +7,7 @@ ol.grade that reads the fields of a check's `--json` record
     outcome.reason      why it is not a pass, in one line of the student's words ("" when passed)
     outcome.details     lines that explain the reason (the course tests' first failure, ...)
     outcome.points      ol.grade.points.Points (the same rule for grades.csv and Gradescope)
-    check_result(record, outcome)   the record as a CheckResult, for ol.grading.html_report
+    check_result(outcome)           the record as a CheckResult, for ol.grading.html_report
 
 A record is the check's --json as it is, plus what ol.grade adds (written by
 ol.grade.one and ol.grade.cli):
@@ -75,7 +75,7 @@ class Outcome:
     seconds: float
     error: str                               # a fault of the grader, for the instructor ("" when none)
     confinement: str
-    extra: dict = field(default_factory=dict, compare=False)
+    record: dict = field(default_factory=dict, compare=False, repr=False)   # what it was read from
 
     @property
     def graded(self) -> bool:
@@ -123,7 +123,7 @@ def read_outcome(record: dict, table: dict[str, float], catalog_pitfalls: list[d
         suite_output=in_student_words(record.get("output") or "", names) if _rejected(record) else "",
         ignored=tuple(record.get("ignored") or ()), submitted=record.get("submitted"),
         seconds=float(record.get("seconds") or 0.0), error=error.replace("\n", " "),
-        confinement=record.get("confinement") or "", extra=record,
+        confinement=record.get("confinement") or "", record=record,
     )
 
 
@@ -225,12 +225,13 @@ def first_failure(output: str) -> list[str]:
     return lines
 
 
-def check_result(record: dict, outcome: Outcome):
+def check_result(outcome: Outcome):
     """The record as ol.grading.check's CheckResult (what html_report draws),
     in the student's words; a submission the check never saw is one the page
     shows as not graded, with the reason."""
     from ol.grading.check import CheckResult, PitfallOutcome, Survivor
 
+    record = outcome.record
     names = record.get("names") or {}
     words = lambda text: in_student_words(text, names) if text else text   # noqa: E731
     result = CheckResult(module=outcome.module, threshold=outcome.threshold,
