@@ -486,6 +486,32 @@ def test_each_student_gets_a_report_in_their_own_words(graded, synthetic_class):
     assert "- ignored (not part of L7.3): notes.txt, rope_final.py" in (out / "dee.md").read_text()
 
 
+def test_feedback_levels_hand_back_less_or_more(graded, tmp_path):
+    from ol.grade.feedback import write_feedback
+    from ol.grade.kit import catalog_pitfalls, graded_source
+    from ol.grade.outcome import read_outcome
+
+    out, _ = graded
+    table, pitfalls = MODULE.grading.points, catalog_pitfalls(ROOT, MODULE)
+    eve = read_outcome(json.loads((out / "eve.json").read_text()), table, pitfalls)
+    source, path = graded_source(ROOT, MODULE)
+    written = {}
+    for level in ("full", "summary", "none"):
+        (tmp_path / level).mkdir()
+        written[level] = write_feedback(eve, table, level, tmp_path / level, source, path)
+    assert [p.name for p in written["full"]] == ["eve.md", "eve.html"] and written["none"] == []
+    full, summary = (tmp_path / "full" / "eve.md").read_text(), (tmp_path / "summary" / "eve.md").read_text()
+    assert "```diff" in full and "```diff" not in summary and not (tmp_path / "summary" / "eve.html").exists()
+    for text in (full, summary):
+        assert "score 0." in text.splitlines()[2] and "(not caught) Symptom:" in text
+    write_feedback(eve, table, "none", tmp_path / "full", source, path)      # a later run hands back nothing
+    assert not list((tmp_path / "full").iterdir())
+    fault = read_outcome({**json.loads((out / "eve.json").read_text()), "error": "the grader failed: boom"},
+                         table, pitfalls)
+    assert fault.status == "not graded" and "a fault of the grader, not of your work" in fault.reason
+    assert fault.error == "the grader failed: boom" and "boom" not in fault.reason
+
+
 def test_the_reports_open_in_a_browser(graded):
     from playwright.sync_api import sync_playwright
 

@@ -3,7 +3,8 @@ a Ray cluster) and `ol gradescope` (an autograder bundle).  Every grade is
 `ol check MODULE --ref-deps`, isolated and confined, in a private copy of the
 kit (python/ol/grading/README.md: the process and threat model).
 
-    submissions.py   reading submissions safely: names, limits, the files the catalog names
+    archives.py      one entry (folder, zip, tarball) read into memory within its limits
+    submissions.py   a class's submissions: unique names, the files the catalog names
     precheck.py      what can be said before grading (a missing or unparsable file)
     kit.py           the kit's files, private copies of it, its pitfall list
     one.py           grading one submission; what a record holds besides the check's result

@@ -115,15 +115,16 @@ def write_feedback(outcome: Outcome, table: dict[str, float], level: str, folder
     source is the graded reference file's text, shown as source_path."""
     from ol.grading.html_report import to_html, write_report
 
+    text, page = folder / f"{outcome.student}.md", folder / f"{outcome.student}.html"
+    for stale in ([text] if level == "none" else []) + ([page] if level != "full" else []):
+        stale.unlink(missing_ok=True)       # an earlier run's, at a level that handed back more
     if level == "none":
         return []
-    written = [folder / f"{outcome.student}.md"]
-    _write(written[0], markdown(outcome, table, level))
-    if level == "full":
-        page = folder / f"{outcome.student}.html"
-        write_report(page, to_html(check_result(outcome), source, source_path))
-        written.append(page)
-    return written
+    _write(text, markdown(outcome, table, level))
+    if level == "summary":
+        return [text]
+    write_report(page, to_html(check_result(outcome), source, source_path))
+    return [text, page]
 
 
 def _write(path: Path, text: str) -> None:
