@@ -619,12 +619,13 @@ def free_port() -> int:
 @pytest.fixture
 def ray_head(tmp_path):
     """A Ray head on 127.0.0.1 only, stopped afterwards with everything it started."""
-    ray_bin = Path(sys.executable).with_name("ray")
     port = free_port()
     temp = Path(f"/tmp/olray-{os.getpid()}")
     env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
                RAY_USAGE_STATS_ENABLED="0", RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="0", TZ="UTC")
-    head = subprocess.Popen([str(ray_bin), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+    # `ray` is ray.scripts.scripts: run as a module, it is found from a venv as well
+    head = subprocess.Popen([sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
+                             "--node-ip-address=127.0.0.1",
                              f"--port={port}", "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats",
                              f"--temp-dir={temp}"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
