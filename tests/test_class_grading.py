@@ -11,12 +11,14 @@ other submission untouched.
                      are taken and which ignored
     the class        one graded class (a module fixture, --jobs 1) covering
                      every case: passes, weak suites, a hang, a cheat, broken
-                     code, a missing, a misplaced and an unparsable file, empty,
+                     code, a missing, a misplaced and an unparsable file, no
+                     tests, empty,
                      identical and renamed copies; each row's status, reason,
                      points, source, submitted, late; the per-student files, the
                      HTML in Chromium, the export, --only, summary.md's copy finder,
                      and the README's sample, which is this run's output
-    determinism      --jobs 2 gives the same rows; a second run keeps them
+    determinism      --jobs 2 gives the same rows (on part of the class); a
+                     second run keeps them
     Ray              a local head on 127.0.0.1 only; its rows equal --jobs 1's
     Gradescope       the class's records as results.json (maximum constant, top
                      line, survivors); the bundle played as Gradescope plays it:
@@ -305,6 +307,7 @@ def synthetic_class(tmp_path_factory) -> Path:
     write_zip(folder / "quin.zip", {"rope.py": REFERENCE_ROPE.read_bytes(), "test_" + "q" * 300 + ".py": b"\n"})
     write_bomb(folder / "rex.tar.gz")
     write_folder(folder / "tia", {ROPE: REFERENCE_ROPE.read_bytes() + b"\ndef oops(:\n", **suite_files(MODEL_ANSWER)})
+    write_folder(folder / "uma", {"rope.py": REFERENCE_ROPE.read_bytes(), "README.md": b"tests to come\n"})
     write_folder(folder / "bob", model)                                  # bob/, bob.zip and bob-2.zip: three students
     write_zip(folder / "bob.zip", weak)
     write_zip(folder / "bob-2.zip", cheating)
@@ -335,6 +338,8 @@ EXPECTED = {   # student (or entry): (status, what the reason says; "" when it s
     "quin": ("not graded", "quin.zip holds a file name too long for a file system"),
     "rex": ("not graded", f"rex.tar.gz holds more than {MAX_MEMBERS} files and folders"),
     "tia": ("not graded", "your rope.py does not parse: " + ROPE + " line "),
+    "uma": ("not graded", f"no tests: expected test files in {TESTS}/, or test_*.py at the top; "
+                          "found no other Python file"),
     "bob": ("passed", ""), "bob.zip": ("not passed", "pitfalls s0"), "bob-2.zip": ("not passed", "score 0."),
     "summary": ("passed", ""),
 }
@@ -391,7 +396,7 @@ def test_every_row_says_what_happened_and_why(graded):
     assert table["eve"]["missed pitfalls"] and table["eve"]["reason"].endswith("not caught")
     assert table["ada"]["killed"] == table["ada"]["counted"] and table["ada"]["points"] == "100.00"
     assert table["kim"]["course tests"] == "53/53", "a suite that does not parse still earns the course tests"
-    assert "ol grade L7.3: 23 submitted, 12 graded, 8 passed, 11 not graded" in r.stdout, explain(r)
+    assert "ol grade L7.3: 24 submitted, 12 graded, 8 passed, 12 not graded" in r.stdout, explain(r)
     assert "unchanged since they were graded" not in r.stderr, "a first run keeps nothing"
     assert not (ROOT / "ol-cheat-was-here").exists() and not processes_with("31416")
 
@@ -541,8 +546,8 @@ def test_summary_uses_the_words_and_lists_copies_to_look_at(graded):
     out, _ = graded
     summary = (out / "summary.md").read_text()
     head = summary.split("\n\n")[1]
-    assert head.splitlines() == ["- graded: 12 (the check gave a score)", "- passed: 8 of 23 submitted",
-                                 "- not passed: 4 (graded; why: grades.csv's reason)", "- not graded: 11 (why: below)",
+    assert head.splitlines() == ["- graded: 12 (the check gave a score)", "- passed: 8 of 24 submitted",
+                                 "- not passed: 4 (graded; why: grades.csv's reason)", "- not graded: 12 (why: below)",
                                  "- late: 2 (submitted after 2026-03-01T23:59+00:00)"] or head
     assert "## Not graded: why" in summary and "- jo (jo): no rope.py" in summary
     look = summary.split("## Submissions to look at")[1]
@@ -555,7 +560,7 @@ def test_summary_uses_the_words_and_lists_copies_to_look_at(graded):
 # ---- the README's sample is this run's output ---------------------------------------------------
 
 README_COLUMNS = ("student", "source", "submitted", "late", "status", "points", "score", "reason")
-README_ROWS = ("ada", "eve", "fay", "gus", "ivy", "jo", "kim")
+README_ROWS = ("ada", "eve", "fay", "gus", "ivy", "jo", "kim", "uma")
 
 
 def readme_sample(out: Path, stdout: str) -> str:
@@ -589,16 +594,24 @@ def test_the_readme_sample_is_this_run(graded):
 
 
 def test_grading_twice_or_side_by_side_gives_the_same_rows(graded, synthetic_class, tmp_path):
+    """A second run keeps every row; --jobs 2 on part of the class (five
+    gradings, two at a time, bob/ and bob.zip among them) gives its rows."""
     out, _ = graded
     work = synthetic_class.parent
     again = run_ol(ROOT, *COMMAND, cwd=work, env=UTC, timeout=600)
-    assert again.returncode == 0 and "23 submission(s) unchanged" in again.stderr, explain(again)
-    parallel = tmp_path / "parallel"
-    r = run_ol(ROOT, *[a if a != "graded" else str(parallel) for a in COMMAND[:5]], "--jobs", "2",
-               "--time-limit", TIME_LIMIT, "--manifest", "manifest.csv", "--deadline", DEADLINE,
-               cwd=work, env=UTC, timeout=2400)
+    assert again.returncode == 0 and "24 submission(s) unchanged" in again.stderr, explain(again)
+    part = tmp_path / "part"
+    part.mkdir()
+    for name in ("bo.zip", "cy.tar.gz", "eve", "hal", "lee.zip", "fay.zip", "bob", "bob.zip"):
+        source = synthetic_class / name
+        (shutil.copytree if source.is_dir() else shutil.copy2)(source, part / name)
+    r = run_ol(ROOT, "grade", "L7.3", str(part), "--out", str(tmp_path / "parallel"), "--jobs", "2", "--time-limit",
+               TIME_LIMIT, "--manifest", str(work / "manifest.csv"), "--deadline", DEADLINE, cwd=work, env=UTC,
+               timeout=2400)
     assert r.returncode == 0, explain(r)
-    assert without_seconds(rows(parallel)) == without_seconds(rows(out))
+    parallel = without_seconds(rows(tmp_path / "parallel"))
+    assert parallel == {student: row for student, row in without_seconds(rows(out)).items() if student in parallel}
+    assert len(parallel) == 8
 
 
 def test_refuses_to_grade_unconfined_unless_told(synthetic_class, tmp_path):

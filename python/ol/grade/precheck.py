@@ -95,4 +95,4 @@ def _found(submission: Submission, name: str) -> str:
 
 def _found_tests(submission: Submission) -> str:
     python = [n for n in submission.ignored if n.endswith(".py")]
-    return f"found {', '.join(python[:5])} (not taken)" if python else "found no Python file but the module's"
+    return f"found {', '.join(python[:5])} (not taken)" if python else "found no other Python file"
