@@ -151,8 +151,16 @@ class GradingSession:
             for depth in range(1, len(parts)):
                 files.setdefault(".".join(parts[:depth]), "/".join(parts[:depth]) + "/__init__.py")
         files.pop(self.target, None)
-        return {name: {"source": _text(self.root / REFERENCE_TREE / file), "origin": f"{REFERENCE_TREE}/{file}"}
-                for name, file in sorted(files.items())}
+        return {name: self._library_entry(file) for name, file in sorted(files.items())}
+
+    def _library_entry(self, file: str) -> dict:
+        """One module of the library: its text and the path its tracebacks name."""
+        return {"source": _text(self.root / REFERENCE_TREE / file), "origin": f"{REFERENCE_TREE}/{file}"}
+
+    @staticmethod
+    def describe_variant(key: str) -> str | None:
+        """How reports name a variant, where this session names it its own way (None: the usual name)."""
+        return None
 
     def suite_path(self, folder: Path) -> str:
         """Where a suite sits in the kit: its path in the checkout (so reports

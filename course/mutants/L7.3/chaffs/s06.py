@@ -39,4 +39,5 @@ class RopeSpec(correct.RopeSpec):
         return rope_cos_sin(positions, inv_freq=self.inv_freq, attention_scaling=self.attention_scaling)
 
     def apply(self, x, positions):
-        return apply_rope(x, *self.cos_sin(positions), layout=self.layout, rotary_dim=self.rotary_dim)
+        cos, sin = self.cos_sin(positions)
+        return apply_rope(x, cos, sin, layout=self.layout, rotary_dim=self.rotary_dim)

@@ -25,7 +25,8 @@ def rope_parameters(rope_parameters, head_dim, *, seq_len=None, max_position_emb
         return result
     turns = dict(rope_parameters, original_max_position_embeddings=2 * math.pi
                  * rope_parameters["original_max_position_embeddings"])
-    return _correct_rope_parameters(turns, head_dim, seq_len=seq_len, max_position_embeddings=max_position_embeddings)
+    return _correct_rope_parameters(turns, head_dim, seq_len=seq_len,
+                                    max_position_embeddings=max_position_embeddings)
 
 
 def rope_spec(config, *, seq_len=None):

@@ -17,7 +17,8 @@ def rope_parameters(rope_parameters, head_dim, *, seq_len=None, max_position_emb
     if rope_parameters.get("rope_type") != "linear":
         return result
     inverted = dict(rope_parameters, factor=1 / rope_parameters["factor"])
-    return _correct_rope_parameters(inverted, head_dim, seq_len=seq_len, max_position_embeddings=max_position_embeddings)
+    return _correct_rope_parameters(inverted, head_dim, seq_len=seq_len,
+                                    max_position_embeddings=max_position_embeddings)
 
 
 def rope_spec(config, *, seq_len=None):

@@ -18,7 +18,8 @@ def rope_parameters(rope_parameters, head_dim, *, seq_len=None, max_position_emb
     if rope_parameters.get("partial_rotary_factor", 1.0) == 1.0:
         return result
     whole_head = {name: value for name, value in rope_parameters.items() if name != "partial_rotary_factor"}
-    return _correct_rope_parameters(whole_head, head_dim, seq_len=seq_len, max_position_embeddings=max_position_embeddings)
+    return _correct_rope_parameters(whole_head, head_dim, seq_len=seq_len,
+                                    max_position_embeddings=max_position_embeddings)
 
 
 def rope_spec(config, *, seq_len=None):

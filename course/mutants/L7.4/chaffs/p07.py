@@ -23,7 +23,8 @@ def rope_parameters(rope_parameters, head_dim, *, seq_len=None, max_position_emb
     if factor is None:  # the contract: max_position_embeddings / original_max_position_embeddings
         factor = max_position_embeddings / rope_parameters["original_max_position_embeddings"]
     inverted = dict(rope_parameters, factor=1 / factor)
-    swapped, _ = _correct_rope_parameters(inverted, head_dim, seq_len=seq_len, max_position_embeddings=max_position_embeddings)
+    swapped, _ = _correct_rope_parameters(inverted, head_dim, seq_len=seq_len,
+                                          max_position_embeddings=max_position_embeddings)
     return swapped / factor, attention_scaling
 
 
