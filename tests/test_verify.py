@@ -22,6 +22,9 @@ def test_every_module_of_the_course_is_sound(tmp_path):
                 "p01", "p02", "p03", "p04", "p05", "p06", "p07", "p08")       # L7.4
     for pitfall in pitfalls:
         assert any(re.match(rf"\s+ok\s+pitfall {pitfall} fails test_", line) for line in lines), explain(r)
+        assert any(re.match(rf"\s+ok\s+chaff {pitfall} fails test_", line) for line in lines), explain(r)
+        assert any(re.match(rf"\s+ok\s+chaff {pitfall} around the reference equals its edit", line)
+                   for line in lines), explain(r)
     graded = [m.id for m in load_catalog(ROOT).modules if m.grading]
     assert r.stdout.count("the model answer scores 1.00") == len(graded) == 2, explain(r)
 

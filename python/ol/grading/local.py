@@ -11,10 +11,11 @@ instructor's grade (confined runs, blind proxies, shuffled, with repeats):
                              change only an error message
     pitfalls                 each chaff (ol.grading.chaffs) around that file
     equivalent mutants       nobody has reviewed these mutants: any survivor
-                             may be equivalent to the student's code.  Every
-                             survivor is run against the course tests too: one
-                             they catch is a real change of behaviour; one they
-                             miss is marked "possibly equivalent".  All count.
+                             may be equivalent to the student's code.  When at
+                             most MAX_TRIAGED survive, each is run against the
+                             course tests too: one they catch is a real change
+                             of behaviour; one they miss is marked "possibly
+                             equivalent".  All count.
 
 Every variant made from the student's code runs confined, as the student's
 file does in the instructor's check.
@@ -42,6 +43,10 @@ from ol.grading.mutants import MutantSet, Pitfall, generate_mutants
 from ol.grading.session import CONTRACT_TREE, GradingFault, GradingSession, NotGraded, Variant, _text
 
 YOUR_CODE = "your own code"
+# Survivors run against the course tests at most: one course run each.  A suite
+# with more survivors has real changes to catch first; their marks would cost
+# a minute and say little.
+MAX_TRIAGED = 40
 
 
 class LocalSession(GradingSession):
@@ -120,7 +125,7 @@ def check_in_kit(root: Path, module_id: str, **options) -> CheckResult:
     result.mutants_of = YOUR_CODE
     if result.reason is None and session.mutant_error:
         raise GradingFault(f"mutmut could not make mutants of your {session.reference.origin}: {session.mutant_error}")
-    if result.reason is None and result.survivors:
+    if result.reason is None and 0 < len(result.survivors) <= MAX_TRIAGED:
         _mark_possibly_equivalent(session, result, workers=options.get("workers", 2),
                                   time_limit=options.get("time_limit", 60.0), mode=options.get("mode"))
     return result

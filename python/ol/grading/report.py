@@ -73,8 +73,8 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
         possibly = sum(bool(s.possibly_equivalent) for s in result.survivors)
         lines.append(
             f"Not counted: {excluded.get('message_only', 0)} mutants that change only an error message.  The "
-            f"mutants are of your own code: nobody has reviewed them for equivalence, so every other one counts, "
-            f"the {possibly} marked possibly equivalent among them.  {timing}"
+            f"mutants are of your own code: nobody has reviewed them for equivalence, so every other one counts"
+            + (f", the {possibly} marked possibly equivalent among them" if possibly else "") + f".  {timing}"
         )
         lines.append("This check is feedback: your instructor's grade runs your tests against the reference's "
                      "reviewed mutants, a second correct implementation and the same pitfalls.")
@@ -117,6 +117,11 @@ def _survivors(survivors: list, max_survivors: int | None, mutants_of: str = Che
     if any(s.possibly_equivalent is not None for s in survivors):
         lines.append("(none is reviewed: \"possibly equivalent\" marks the ones the course tests do not notice "
                      "either; look at each: it may behave exactly as your code does)")
+    elif mutants_of != CheckResult.mutants_of:
+        from ol.grading.local import MAX_TRIAGED
+
+        lines.append("(none is reviewed, and with this many survivors ol check does not sort out which may be "
+                     f"equivalent to your code: it does so once at most {MAX_TRIAGED} survive)")
     lines += [f"  {len(group):4d}  {function}" for function, group in sorted(groups.items(), key=lambda g: -len(g[1]))]
     hidden = 0
     for function, group in sorted(groups.items(), key=lambda g: -len(g[1])):

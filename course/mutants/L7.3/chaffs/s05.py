@@ -26,5 +26,5 @@ class RopeSpec(correct.RopeSpec):
         return rope_cos_sin(positions, inv_freq=self.inv_freq, attention_scaling=self.attention_scaling)
 
     def apply(self, x, positions):
-        cos, sin = self.cos_sin(positions)
-        return apply_rope(x, cos, sin, layout=self.layout, rotary_dim=self.rotary_dim)
+        cos_table, sin_table = self.cos_sin(positions)
+        return apply_rope(x, cos_table, sin_table, layout=self.layout, rotary_dim=self.rotary_dim)

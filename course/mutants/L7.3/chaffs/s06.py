@@ -22,11 +22,11 @@ def rope_cos_sin(positions, inv_freq, attention_scaling=1.0):
 def apply_rope(x, cos, sin, layout="half", rotary_dim=None):
     correct.apply_rope(x, cos, sin, layout, rotary_dim)  # raises what the correct one raises
     r = x.shape[-1] if rotary_dim is None else rotary_dim
-    if layout == "half":
-        pieces = [x[..., : r // 2], Tensor(x.data[..., r // 2 : r])]
-    else:  # first and second entries side by side, then back to (x0, x1, x2, ...)
+    if layout == "interleaved":  # first and second entries side by side, then back to (x0, x1, x2, ...)
         pairs = F.stack([x[..., 0:r:2], Tensor(x.data[..., 1:r:2])], axis=-1)
         pieces = [F.reshape(pairs, x.shape[:-1] + (r,))]
+    else:
+        pieces = [x[..., : r // 2], Tensor(x.data[..., r // 2 : r])]
     if r < x.shape[-1]:
         pieces.append(x[..., r:])
     return correct.apply_rope(F.concat(pieces, axis=-1), cos, sin, layout, rotary_dim)
@@ -39,5 +39,5 @@ class RopeSpec(correct.RopeSpec):
         return rope_cos_sin(positions, inv_freq=self.inv_freq, attention_scaling=self.attention_scaling)
 
     def apply(self, x, positions):
-        cos, sin = self.cos_sin(positions)
-        return apply_rope(x, cos, sin, layout=self.layout, rotary_dim=self.rotary_dim)
+        cos_table, sin_table = self.cos_sin(positions)
+        return apply_rope(x, cos_table, sin_table, layout=self.layout, rotary_dim=self.rotary_dim)
