@@ -16,13 +16,14 @@ def kit_readme(catalog: Catalog, kit: Kit) -> str:
     first = released[0]
     graded = [m for m in released if m.grading]
     needs = [m for m in catalog.modules if m.id not in kit.released]
+    names = _listed([m.id for m in released])
     lines = [
-        f"# tinyllm: the student kit for {_listed([m.id for m in released])}",
+        f"# tinyllm: the student kit for {names}",
         "",
         "Your instructor wrote this kit from the tinyllm course with `ol release`. It holds the course",
-        "runner, the chapters, the contracts, the course tests with their golden values from Hugging Face",
-        f"transformers, and the modules {_listed([m.id for m in released])} build on. The answers of "
-        f"{_listed([m.id for m in released])} are not here: you write them.",
+        "runner, the chapters, the contracts and the course tests with their golden data"
+        + (f", and the modules that {names} build on" if needs else "") + f". The answers of {names} are not",
+        "here: you write them.",
         "",
         "On a fresh machine (Python 3.11+), in this folder:",
         "",
@@ -43,23 +44,27 @@ def kit_readme(catalog: Catalog, kit: Kit) -> str:
     for module in released:
         lines += _loop(catalog, module, kit)
     lines += [
-        "`./ol start` never overwrites a file. `--ref-deps` takes what a module builds on from the "
+        "`./ol start` never overwrites a file. `--ref-deps` takes what a module builds on from the",
         "reference that ships here" + (f" ({_listed([m.id for m in needs])})" if needs else "")
-        + "; a module it builds on that is assessed here too comes from your own file even so. Exit codes: "
-        "0 ok, 1 tests fail (or the check does not pass, or diff is refused), 2 the command could not run. "
-        "`./ol COMMAND --help` says more.",
+        + "; a module it builds on that you write here too comes from your own file even so.",
+        "Exit codes: 0 ok, 1 tests fail (or the check does not pass, or diff is refused), 2 the command",
+        "could not run. `./ol COMMAND --help` says more.",
         "",
     ]
     if graded:
         lines += _check_section(graded)
+    lines += ["## Your grade", ""]
+    if graded:
+        lines += [
+            "The grade that counts is computed on your instructor's side, from what you submit: your",
+            "files and your test folder, graded in isolation against the reference's mutants (with a",
+            "reviewed list of equivalent ones set aside), a second correct implementation, and the same",
+            "pitfalls. Your local check is feedback on the same formula; the two scores can differ.",
+            "",
+        ]
+    else:
+        lines += ["Your instructor grades what you submit on their side, from the course tests.", ""]
     lines += [
-        "## Your grade",
-        "",
-        "The grade that counts is computed on your instructor's side, from what you submit: your",
-        "files and your test folder, graded in isolation against the reference's mutants (with a reviewed",
-        "list of equivalent ones set aside), a second correct implementation, and the same pitfalls. Your",
-        "local check is feedback on the same formula; the two scores can differ.",
-        "",
         "## After the deadline",
         "",
         "Your instructor adds each module's reference and model-answer tests to this kit (`git pull`",
@@ -97,9 +102,10 @@ def _check_section(graded: list[Module]) -> list[str]:
         "3. Your tests must pass on your code.",
         "4. They run against every mutant that mutmut generates from your own file (those that change only",
         "   an error message left out) and against the module's pitfalls, each a wrapper that shows one",
-        f"   misconception around your code ({pitfalls}), in a random order, with your code run again",
-        "   among them. A mutant is caught when your tests fail, hang or crash on it.",
-        "5. Score = caught / counted. You pass with the module's threshold (0.80) and every pitfall caught.",
+        "   misconception around your code, in a random order, with your code run again among them.",
+        f"   A mutant is caught when your tests fail, hang or crash on it. (The pitfalls: {pitfalls})",
+        "5. Score = caught / counted. You pass with the module's threshold ("
+        + ", ".join(f"{m.id}: {m.grading.threshold:.2f}" for m in graded) + ") and every pitfall caught.",
         "",
         "Every run is confined (bubblewrap: `sudo apt-get install bubblewrap`; without it the check runs",
         "unconfined and says so), and your tests call your code through a stand-in built from the",

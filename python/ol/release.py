@@ -104,8 +104,10 @@ def kit_files(root: Path, catalog: Catalog, released: list[Module]) -> dict[str,
                               if (root / p).is_file())
                 chosen.update(folder(str(PurePosixPath(grading.pitfalls).parent)))
                 chosen.update(folder(grading.model_answer))
-        elif module.grading:
-            chosen.update(folder(module.grading.chaffs))
+        else:
+            chosen.update(p for p in _reference_files(root, module) if p not in _answer_files(module))
+            if module.grading:
+                chosen.update(folder(module.grading.chaffs))
     chosen.update(_package_inits(root, modules))
     chosen.discard(CATALOG_PATH)
     files = {path: (root / path).read_bytes() for path in sorted(chosen)}
@@ -122,6 +124,12 @@ def _reference_files(root: Path, module: Module) -> set[str]:
     files = {f"{REFERENCE_TREE}/{f}" for f in module.files}
     files.update(f"{REFERENCE_TREE}/{f}" for f in native_bindings(module).values())
     return {p for p in files if (root / p).is_file()}
+
+
+def _answer_files(module: Module) -> set[str]:
+    """The files of the reference tree that are the module's answer: the ones the student writes
+    (a C module's Python binding, say, is not one of them)."""
+    return {f"{REFERENCE_TREE}/{f}" for f in module.files}
 
 
 def _package_inits(root: Path, modules: list[Module]) -> set[str]:
