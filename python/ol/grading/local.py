@@ -34,13 +34,13 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from ol.catalog import REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
+from ol.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
 from ol.errors import OlError
 from ol.grading.chaffs import chaff_variants, load_chaffs
 from ol.grading.check import CheckResult, check_module
 from ol.grading.engine import EngineFault, Run
 from ol.grading.mutants import MutantSet, Pitfall, generate_mutants
-from ol.grading.session import CONTRACT_TREE, GradingFault, GradingSession, NotGraded, Variant, _text
+from ol.grading.session import GradingFault, GradingSession, NotGraded, Variant, _text
 
 YOUR_CODE = "your own code"
 # Survivors run against the course tests at most: one course run each.  A suite
@@ -77,9 +77,9 @@ class LocalSession(GradingSession):
         if it does not parse: the course tests then say why)."""
         try:
             generated = generate_mutants(source, Path(self.grading.target).name, cache_dir)
-        except OlError:
+        except OlError:  # mutmut missing, or another version: the message says what to install
             raise
-        except Exception as error:  # libcst cannot read the file
+        except Exception as error:  # libcst cannot read the file (a syntax error: the course tests say where)
             self.mutant_error, generated = f"{type(error).__name__}: {error}", []
         path = self.root / self.grading.pitfalls
         try:
