@@ -198,6 +198,17 @@ def test_a_suite_of_shape_checks_fails_the_local_check(kit, module_id, tmp_path)
     assert result["score"] < result["threshold"] and not all(p["killed"] for p in result["pitfalls"]), result
 
 
+def test_a_suite_that_rejects_the_students_own_code_is_not_graded(kit, tmp_path):
+    folder = tmp_path / "wrong"
+    folder.mkdir()
+    (folder / "test_wrong.py").write_text(
+        "from tinyllm.modern.rope import rope_cos_sin\n\n\n"
+        "def test_cos_at_position_one():\n    assert rope_cos_sin(1, [1.0])[0][0] == 0.5\n")
+    result = kit.check("L7.3", folder)
+    assert result["reason"] == "your tests fail on a correct implementation" and result["score"] is None, result
+    assert any("on your own code" in line for line in result["problems"]), result["problems"]
+
+
 def test_diff_refuses_until_the_solutions_are_released(kit):
     r = kit.ol("diff", "L7.3", "--ref-deps")
     assert r.returncode == 1 and "reference of L7.3 is not released yet" in r.stderr, explain(r)
