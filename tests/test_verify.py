@@ -27,7 +27,12 @@ def test_every_module_of_the_course_is_sound(tmp_path):
     for warning in ("m07", "m08", "m09", "m10", "m11", "m12"):  # L7.4's chapter warnings (issue 19)
         assert any(re.match(rf"\s+ok\s+misconception {warning} \(a warning of chapter section \d+\) fails test_", line)
                    for line in lines), explain(r)
-    graded = [m.id for m in load_catalog(ROOT).modules if m.grading]
+    graded = [m for m in load_catalog(ROOT).modules if m.grading]
+    assert [m.id for m in graded if m.grading.chaffs is None] == [], "every graded module's pitfalls have chaffs"
+    for pitfall in pitfalls:
+        assert any(re.match(rf"\s+ok\s+chaff {pitfall} fails test_", line) for line in lines), explain(r)
+        assert any(re.match(rf"\s+ok\s+chaff {pitfall} around the reference equals its edit", line)
+                   for line in lines), explain(r)
     assert r.stdout.count("the model answer scores 1.00") == len(graded) == 3, explain(r)
 
 
