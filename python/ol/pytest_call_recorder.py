@@ -12,9 +12,15 @@ inputs the course tests use (ol.grading.chaff_equivalence reads the results).
 Recording is transparent: the target's public functions, and the public
 methods and constructors of its classes, are wrapped in place before the test
 files import them; each wrapper keeps a copy of the arguments and calls the
-original.  At the end of the session each recorded call runs again, on fresh
-copies of its arguments, on the edit (a module made from "edit") and on the
-chaff (a module made from "chaff", importing "base" as `correct`):
+original.  Arguments it can copy: arrays, Tensors, numbers, strings, dtypes,
+tuples, lists and dicts of them, objects of the target's classes, and
+dataclass objects of other modules (L7.5's attention takes L7.3's RopeSpec),
+made again from their fields; a call with anything else is counted as
+unrecordable and left out.
+
+At the end of the session each recorded call runs again, on fresh copies of
+its arguments, on the edit (a module made from "edit") and on the chaff (a
+module made from "chaff", importing "base" as `correct`):
 
     both return   the values must agree: same structure, shapes and dtypes,
                   numbers within 1e-6 relative (nan where nan); a Tensor that
@@ -180,8 +186,15 @@ class Recorder:
             return ("list", [self.snapshot(v) for v in value])
         if isinstance(value, dict):
             return ("dict", [(self.snapshot(k), self.snapshot(v)) for k, v in value.items()])
-        if value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic)):
+        if value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic, np.dtype)):
             return ("value", value)
+        if isinstance(value, type) and issubclass(value, np.generic):  # a dtype named by its type: np.float32
+            return ("value", value)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            # a settings object from another module (L7.5's attention takes L7.3's RopeSpec):
+            # made again from its fields at each replay
+            return ("dataclass", type(value), [(f.name, self.snapshot(getattr(value, f.name)))
+                                               for f in dataclasses.fields(value) if f.init])
         raise Unrecordable(type(value).__name__)
 
 
@@ -253,6 +266,8 @@ class Side:
             return [self.materialize(v, tensors) for v in body]
         if kind == "dict":
             return {self.materialize(k, tensors): self.materialize(v, tensors) for k, v in body}
+        if kind == "dataclass":
+            return body(**{name: self.materialize(v, tensors) for name, v in snapshot[2]})
         return body
 
 
@@ -371,6 +386,8 @@ def describe(call: Call) -> str:
         if kind in ("tuple", "list"):
             inner = ", ".join(short(v) for v in body[:4]) + (", ..." if len(body) > 4 else "")
             return f"({inner})" if kind == "tuple" else f"[{inner}]"
+        if kind == "dataclass":
+            return f"{body.__name__}(...)"
         if kind == "dict":
             return "{" + ", ".join(f"{short(k)}: {short(v)}" for k, v in body[:6]) + (", ..." if len(body) > 6 else "") + "}"
         return repr(body)[:60]
