@@ -46,7 +46,9 @@ L7.5 (written from its chapter's sections 11, 13 and 14): a 206/206, b 205/206,
 c 205/206, every pitfall caught by all three.  A weak suite beside them
 (tests/grading_suites/l7-5-weak: multi-head attention only, positions from 0,
 no cache) scores 174/206 = 0.84 and still fails: it misses pitfalls a04 and
-a05, which only grouped heads and offset positions can show.
+a05, which only grouped heads and offset positions can show.  Unchanged once
+the pitfalls were graded as chaffs around the reference (course/mutants/L7.5/
+chaffs/): a 206/206, b 205/206, c 205/206, weak 174/206 missing a04 and a05.
 """
 
 from __future__ import annotations

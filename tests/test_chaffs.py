@@ -22,7 +22,7 @@ GRADED = [m.id for m in load_catalog(ROOT).modules if m.grading and m.grading.ch
 
 
 def test_every_graded_module_has_a_chaff_for_each_pitfall():
-    assert GRADED == ["L7.3", "L7.4"]
+    assert GRADED == ["L7.3", "L7.4", "L7.5"]
     for module_id in GRADED:
         session = GradingSession(ROOT, module_id)
         ids = [p.id for p in session.mutants.pitfalls]
@@ -65,6 +65,27 @@ def test_the_comparison_finds_a_chaff_that_means_another_pitfall_or_drops_a_grad
     assert comparisons["s06"].mismatches and all("gradient" in m for m in comparisons["s06"].mismatches), \
         comparisons["s06"]
     for pid in ("s01", "s03", "s04", "s05", "s07"):
+        assert not comparisons[pid].problems, (pid, comparisons[pid].problems)
+
+
+def test_the_comparison_replays_calls_that_take_a_settings_object_or_a_dtype(tmp_path):
+    # L7.5's attention takes L7.3's RopeSpec, a dataclass of another module, and
+    # causal_mask a dtype: the recorder keeps both.  Were such calls left out,
+    # a chaff with another pitfall's attention, or a correct causal_mask, would pass.
+    checkout = copy_checkout(tmp_path / "checkout")
+    chaffs = checkout / "course/mutants/L7.5/chaffs"
+    (chaffs / "a04.py").write_text((chaffs / "a06.py").read_text())   # the softmax's mistake, not the heads'
+    a03 = (chaffs / "a03.py").read_text().replace("causal_mask", "_shifted_mask").replace("correct._shifted_mask",
+                                                                                         "correct.causal_mask")
+    (chaffs / "a03.py").write_text(a03 + "\n\ndef causal_mask(n_new, n_past, dtype):\n"
+                                   "    return correct.causal_mask(n_new, n_past, dtype)\n")   # attention alone shifted
+    comparisons = compare_chaffs_with_edits(checkout, "L7.5")
+    assert comparisons["a04"].mismatches, comparisons["a04"]
+    assert all(m.startswith("attention(") and "RopeSpec(...)" in m for m in comparisons["a04"].mismatches), \
+        comparisons["a04"].mismatches
+    assert comparisons["a03"].mismatches, comparisons["a03"]
+    assert all(m.startswith("causal_mask(") for m in comparisons["a03"].mismatches), comparisons["a03"].mismatches
+    for pid in ("a01", "a02", "a05", "a06"):
         assert not comparisons[pid].problems, (pid, comparisons[pid].problems)
 
 
