@@ -12,6 +12,11 @@
   each pitfall beside the course test(s) that catch it; the L7.4 chapter
   names every test of its course-test file and every pitfall of its
   pitfalls.toml beside the course tests its `caught_by` lists.
+- The mistakes the L7.4 chapter warns against by name ("misconception m07")
+  are exactly the misconceptions.toml entries that say which section warns
+  (`section`) and which course tests must fail on them (`caught_by`, which
+  `ol verify` checks): each is named in its own section, none elsewhere
+  unknown.
 
 The reference runs in a subprocess with PYTHONPATH=course/reference/python, so
 this file never imports (or is confused by) the student's `tinyllm`.
@@ -290,7 +295,7 @@ def test_l74_chapter_names_every_course_test_and_pairs_each_pitfall():
         match for path in (REPO / module["course_tests"]).glob("test_*.py")
         for match in re.findall(r"^def (test_\w+)\(", path.read_text(), re.MULTILINE)
     })
-    assert len(course_tests) == 11
+    assert len(course_tests) == 14
     missing = [name for name in course_tests if f"`{name}`" not in text]
     assert missing == [], f"the L7.4 chapter does not mention {missing}"
     with (REPO / module["grading"]["pitfalls"]).open("rb") as f:
@@ -303,3 +308,27 @@ def test_l74_chapter_names_every_course_test_and_pairs_each_pitfall():
         assert all(f"`{name}`" in rows[0] for name in pitfall["caught_by"]), (
             f"the row of {pitfall['id']} does not name {pitfall['caught_by']}"
         )
+
+
+def _sections(text: str) -> dict[int, str]:
+    """section number -> its text, for the chapter's numbered sections."""
+    parts = re.split(r"^## (\d+)\. .*$", text, flags=re.MULTILINE)
+    return {int(number): body for number, body in zip(parts[1::2], parts[2::2])}
+
+
+def test_l74_chapter_names_each_warning_in_its_section():
+    module = _catalog_modules()["L7.4"]
+    path = (REPO / module["grading"]["pitfalls"]).with_name("misconceptions.toml")
+    with path.open("rb") as f:
+        entries = tomllib.load(f)["misconception"]
+    warnings = {entry["id"]: entry for entry in entries if "section" in entry}
+    assert all(entry.get("caught_by") for entry in warnings.values()), "a warning names the course tests it fails"
+    assert {"m07", "m08", "m09", "m10", "m11", "m12"} <= set(warnings), "issue 19's warnings are planted mistakes"
+    text = _chapter_text("L7.4")
+    named = set(re.findall(r"\bmisconception (m\d\d)", text))
+    assert named - {entry["id"] for entry in entries} == set(), "the chapter names a misconception the file lacks"
+    sections = _sections(text)
+    for mistake_id, entry in warnings.items():
+        assert f"misconception {mistake_id}" in sections[entry["section"]], (
+            f"{mistake_id} says chapter section {entry['section']} warns against it, but that section does not "
+            f"name it as \"misconception {mistake_id}\"")

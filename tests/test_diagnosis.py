@@ -7,6 +7,8 @@
   stage (the student's code behind a proxy in another sandbox).
 - Unrelated bugs planted the same way name no mistake: the message says
   where the result differs instead.
+- A mistake that breaks every golden case of a test is named once in that
+  test's message, not once per case (issue 19: m01 was named 32 times).
 - Broken modules under a correct rope.py are blamed on those modules.
 - The diagnosis builds each pitfall exactly as the grader does.
 - The diagnosis rules, on a miniature module: a mistake is named only if it
@@ -176,6 +178,19 @@ def test_in_ol_checks_course_stage_behind_the_proxy_the_same_names_come_out(modu
             assert_names_nothing(module, section, f"{variant.key}, {first}")
 
 
+def test_a_mistake_that_breaks_every_case_is_named_once():
+    mistake = KNOWN["L7.4"]["m01"]  # inv_freq left in float64: every golden case has the wrong dtype
+    run = run_course_tests(ROOT, "L7.4", ref_deps=True, sources={dotted("L7.4"): mistake.source},
+                           pytest_args=["-k", "test_inv_freq_golden"], capture=True)
+    assert run.failed == ["test_inv_freq_golden"], run.output[-3000:]
+    section = failure_sections(run.output)["test_inv_freq_golden"]
+    cases = re.search(r"(\d+) of (\d+) cases differ from HF", section)
+    assert cases and cases[1] == cases[2] and int(cases[1]) >= 30, section[:3000]
+    assert section.count("dtype float64, expected float32.") == int(cases[1]), "each case says what differs"
+    assert section.count("(misconception m01)") == 1, f"m01 is named once for all the cases:\n{section[-3000:]}"
+    assert "For every case above: Your result equals what you get by " + mistake.by in section, section[-3000:]
+
+
 def test_each_validation_case_says_what_it_passed_and_what_it_should_raise():
     # rope_cos_sin without its check of attention_scaling: three cases of test_validation fail.
     source = planted("L7.3", "    if not FLOAT32_TINY <= attention_scaling <= FLOAT32_MAX:  # also false for nan",
@@ -342,6 +357,26 @@ def test_an_error_the_student_raises_keeps_its_traceback_and_gains_what_it_match
     with pytest.raises(ZeroDivisionError) as caught:
         expect.close(lambda m: m.double([1.0]), [2.0], 1e-9, "double([1])")
     assert not getattr(caught.value, "__notes__", None), "no known mistake divides by zero: no note"
+
+
+def test_cases_name_each_diagnosis_once_with_the_cases_it_explains(mini):
+    expect = diagnose.Expectations(student(3, half_divisor=3), mini)  # double as s01 and s02 do; half as none does
+    cases = diagnose.Cases()
+    for x in (1.0, 2.0, 3.0):
+        cases.check(f"double({x:g})", lambda x=x: expect.close(lambda m: m.double([x]), [2 * x], 1e-9, f"double([{x:g}])"))
+    cases.check("double(0)", lambda: expect.close(lambda m: m.double([0.0]), [0.0], 1e-9, "double([0])"))  # passes
+    cases.check("half(6)", lambda: expect.close(lambda m: m.half([6.0]), [3.0], 1e-9, "half([6])"))
+    with pytest.raises(pytest.fail.Exception) as caught:
+        cases.report("differ")
+    message = str(caught.value)
+    assert message.startswith("4 of 5 cases differ:\n"), message
+    for case in ("double([1]): got 3", "double([2]): got 6", "double([3]): got 9", "half([6]): got 2"):
+        assert case in message, message
+    assert message.count("(pitfall s01)") == 1 and message.count("(pitfall s02)") == 1, message
+    assert "For double(1), double(2), double(3): Your result equals what you get by tripling" in message, message
+    assert "For half(6): None of the known mistakes of X (s01, s02, m01) gives this result" in message, message
+    assert message.count("(The diagnosis left out:") == 1, f"a broken mistake file is reported once:\n{message}"
+    assert diagnose.Cases().report("differ") is None  # nothing failed: no failure
 
 
 # ---- where the entries sit ------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from ol.catalog import load_catalog
 
 PITFALLS = "course/mutants/L7.3/pitfalls.toml"
 EQUIVALENT = "course/mutants/L7.3/equivalent.toml"
+WARNINGS = "course/mutants/L7.4/misconceptions.toml"
 
 
 def test_every_module_of_the_course_is_sound(tmp_path):
@@ -19,11 +20,20 @@ def test_every_module_of_the_course_is_sound(tmp_path):
         assert f"ol verify {module.id}: sound" in r.stdout, explain(r)
     lines = r.stdout.splitlines()
     pitfalls = ("s01", "s02", "s03", "s04", "s05", "s06", "s07",               # L7.3
-                "p01", "p02", "p03", "p04", "p05", "p06", "p07", "p08")       # L7.4
+                "p01", "p02", "p03", "p04", "p05", "p06", "p07", "p08",       # L7.4
+                "a01", "a02", "a03", "a04", "a05", "a06")                     # L7.5
     for pitfall in pitfalls:
         assert any(re.match(rf"\s+ok\s+pitfall {pitfall} fails test_", line) for line in lines), explain(r)
-    graded = [m.id for m in load_catalog(ROOT).modules if m.grading]
-    assert r.stdout.count("the model answer scores 1.00") == len(graded) == 2, explain(r)
+    for warning in ("m07", "m08", "m09", "m10", "m11", "m12"):  # L7.4's chapter warnings (issue 19)
+        assert any(re.match(rf"\s+ok\s+misconception {warning} \(a warning of chapter section \d+\) fails test_", line)
+                   for line in lines), explain(r)
+    graded = [m for m in load_catalog(ROOT).modules if m.grading]
+    assert [m.id for m in graded if m.grading.chaffs is None] == [], "every graded module's pitfalls have chaffs"
+    for pitfall in pitfalls:
+        assert any(re.match(rf"\s+ok\s+chaff {pitfall} fails test_", line) for line in lines), explain(r)
+        assert any(re.match(rf"\s+ok\s+chaff {pitfall} around the reference equals its edit", line)
+                   for line in lines), explain(r)
+    assert r.stdout.count("the model answer scores 1.00") == len(graded) == 3, explain(r)
 
 
 def edit(checkout, path: str, old: str, new: str):
@@ -39,6 +49,16 @@ def test_verify_reports_a_pitfall_that_misses_the_test_it_names(tmp_path):
     r = run_ol(checkout, "verify", "L7.3", cwd=tmp_path, timeout=1200)
     assert r.returncode == 1 and "ol verify L7.3: PROBLEMS" in r.stdout, explain(r)
     assert "pitfall s03 is NOT caught by test_hand_example" in r.stdout, explain(r)
+
+
+def test_verify_reports_a_chapter_warning_that_misses_the_test_it_names(tmp_path):
+    checkout = copy_checkout(tmp_path / "checkout")
+    # m09, float32 steps, is caught by test_computed_in_float64 alone
+    edit(checkout, WARNINGS, 'caught_by = ["test_computed_in_float64"]', 'caught_by = ["test_hand_example"]')
+    r = run_ol(checkout, "verify", "L7.4", cwd=tmp_path, timeout=1200)
+    assert r.returncode == 1 and "ol verify L7.4: PROBLEMS" in r.stdout, explain(r)
+    assert ("misconception m09 (a warning of chapter section 3) is NOT caught by test_hand_example (it fails: "
+            "test_computed_in_float64)") in r.stdout, explain(r)
 
 
 def test_verify_reports_a_pitfall_edit_that_no_longer_applies(tmp_path):

@@ -29,6 +29,11 @@ called on the student's functions, then on each mistake's, and must use only
 those names and its own inputs.  It never calls anything else of the
 student's, so it works the same when the student's module is a proxy to
 another process (`ol check`).
+
+A test that compares many cases in turn (every golden case, say) collects
+them with Cases: each failing case says what differs, and each diagnosis is
+given once, naming the cases it explains, however many cases one mistake
+breaks.
 """
 
 from __future__ import annotations
@@ -47,9 +52,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]  # course/tests/diagnose.py -> the repository (or the grader's kit)
 REFERENCE_TREE = Path("course", "reference", "python")
 MISTAKE_FILES = (("pitfall", "pitfalls.toml"), ("misconception", "misconceptions.toml"))
+LEFT_OUT = "(The diagnosis left out:"  # opens the line that lists the known mistakes that could not be built
 
 
 # ---- the mistakes a module's course knows ---------------------------------------------------
+
+
+class NoReference(Exception):
+    """A student kit (ol release) holds no reference of the module: the
+    mistakes, edits of it, cannot be tried."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,8 @@ class Mistakes:
     def catalog(self) -> tuple[list[Mistake], list[str]]:
         """Every mistake whose edits apply, in file order (pitfalls first), and a
         problem line for each one that does not."""
+        if not self.reference_path.is_file():
+            raise NoReference(f"{self.module}'s reference is not in this student kit")
         reference = self.reference_path.read_text(encoding="utf-8")
         mistakes, problems = [], []
         for kind, filename in MISTAKE_FILES:
@@ -448,13 +461,20 @@ class Expectations:
                 facts = _differences(np.asarray(got), np.asarray(want), check.tolerance, where)
             else:
                 facts += "."
-        pytest.fail(f"{what}: {facts}\n{self._diagnosis(check, got, want, quiet=False)}".rstrip())
+        facts, diagnosis = f"{what}: {facts}", self._diagnosis(check, got, want, quiet=False)
+        try:
+            pytest.fail(f"{facts}\n{diagnosis}".rstrip())
+        except pytest.fail.Exception as failure:  # pytest's own Failed, with its two parts for Cases
+            failure.facts, failure.diagnosis = facts, diagnosis
+            raise
 
     def _diagnosis(self, check: Check, got, want, quiet: bool = True) -> str:
         """The known mistakes that give the student's results, as message
         lines; if none, "" when quiet, else a line saying so."""
         try:
             reference, variants, problems = self.mistakes.loaded()
+        except NoReference:  # a student kit: the message says what differs, and names no cause
+            return ""
         except Exception as error:  # a missing or broken mistake file must not hide the failure itself
             return f"(No diagnosis: the known mistakes of {self.mistakes.module} could not be read: {error!r}.)"
         file = Path(self.mistakes.target).name
@@ -475,7 +495,7 @@ class Expectations:
             lines.append(f"None of the known mistakes of {self.mistakes.module} ({ids}) gives this result "
                          "on these inputs.")
         if problems and (lines or not quiet):
-            lines.append("(The diagnosis left out: " + "; ".join(problems) + ".)")
+            lines.append(f"{LEFT_OUT} " + "; ".join(problems) + ".)")
         return "\n".join(lines)
 
     def _reproduces(self, module, check: Check, got, want) -> bool:
@@ -496,6 +516,55 @@ class Expectations:
                 return False
         return all(earlier.passes(outcome(earlier.scenario, module), outcome(earlier.want, module))
                    for earlier in self.passed)
+
+
+class Cases:
+    """The cases of one test that compares many in turn: each runs even when
+    an earlier one failed, and the failure reports every failing case's facts,
+    then each diagnosis once, with the cases it explains (one mistake breaks
+    many cases: its name is given once, not once per case).
+
+        cases = Cases()
+        for name, inputs in golden_cases.items():
+            cases.check(name, lambda: expect.close(...))
+        cases.report("differ from HF")
+    """
+
+    def __init__(self):
+        self.total = 0
+        self.failed: list[tuple[str, str, str]] = []  # (case, facts, diagnosis)
+
+    def check(self, name: str, compare: Callable[[], None]) -> None:
+        """Run compare() (an Expectations comparison); a failure is kept for report()."""
+        self.total += 1
+        try:
+            compare()
+        except pytest.fail.Exception as failure:
+            facts = getattr(failure, "facts", str(failure))
+            self.failed.append((name, facts, getattr(failure, "diagnosis", "")))
+
+    def report(self, verb: str) -> None:
+        """Fail if a case did: "3 of 36 cases <verb>:", each case's facts, then each diagnosis once."""
+        __tracebackhide__ = True
+        if not self.failed:
+            return
+        names: dict[str, list[str]] = {}  # diagnosis -> the cases it explains, in order
+        left_out = []  # "(The diagnosis left out: ...)": the same for every case, said once at the end
+        for name, _, diagnosis in self.failed:
+            lines = diagnosis.splitlines()
+            left_out += [line for line in lines if line.startswith(LEFT_OUT) and line not in left_out]
+            names.setdefault("\n".join(line for line in lines if not line.startswith(LEFT_OUT)), []).append(name)
+        lines = [f"{len(self.failed)} of {self.total} cases {verb}:", ""]
+        spaced = any("\n" in facts for _, facts, _ in self.failed)  # facts of several lines: a gap
+        lines += [facts + ("\n" if spaced else "") for _, facts, _ in self.failed]
+        lines += [] if spaced else [""]
+        for diagnosis, cases in names.items():
+            if diagnosis and len(self.failed) == 1:
+                lines.append(diagnosis)
+            elif diagnosis:
+                which = "every case above" if len(cases) == len(self.failed) else _listed(cases, shown=12)
+                lines.append(f"For {which}: {diagnosis}")
+        pytest.fail("\n".join(lines + left_out).rstrip())
 
 
 def _differences(got: np.ndarray, want: np.ndarray, tolerance: Tolerance, where: Where | None) -> str:
@@ -549,15 +618,16 @@ def _summary(value) -> str:
 
 
 class Case:
-    """One case of a parametrized test: case(expect) runs it; pytest shows it
-    by its description (what it passes) instead of a function's address."""
+    """One case of a parametrized test: case(expect, ...) runs it (with the
+    test's other fixtures after expect, if the case needs them); pytest shows
+    it by its description (what it passes) instead of a function's address."""
 
-    def __init__(self, description: str, run: Callable[[Expectations], None]):
+    def __init__(self, description: str, run: Callable[..., None]):
         self.description, self.run = description, run
 
-    def __call__(self, expect: Expectations) -> None:
+    def __call__(self, expect: Expectations, *fixtures) -> None:
         __tracebackhide__ = True
-        self.run(expect)
+        self.run(expect, *fixtures)
 
     def __repr__(self) -> str:
         return self.description

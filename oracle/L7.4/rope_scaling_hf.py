@@ -177,6 +177,26 @@ SMALL_MODELS = {
         "rope_type": "yarn", "rope_theta": 10000.0, "factor": None, "original_max_position_embeddings": 2048,
         "partial_rotary_factor": 0.8,
     }),
+    # The ramp's edges (chapter section 6).  A small base: h = i(beta_slow) = 70.8 passes r - 1 = 63,
+    # so the clamp at r - 1 shapes the ramp (low 22; pairs 22 to 31 are blended, none divided).
+    "yarn-64-small-base": small(64, 4096, {
+        "rope_type": "yarn", "rope_theta": 10.0, "factor": 4.0, "original_max_position_embeddings": 1024,
+    }),
+    # original <= 2 pi beta_slow: h = -0.16 rounds up to 0 and low = -13 is clamped to 0, so the
+    # ramp is widened after the clamp (low 0, high 0.001: pair 0 kept, the others divided).
+    "yarn-64-ramp-at-0": small(64, 24, {
+        "rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 6,
+    }),
+    # Null fields as transformers reads them: beta_fast null and beta_slow 0 mean 32 and 1 (its
+    # `or`); truncate null turns truncation off (it reads truncate for its truth).
+    "yarn-64-beta-null": small(64, 16384, {
+        "rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 4096,
+        "beta_fast": None, "beta_slow": 0,
+    }),
+    "yarn-64-truncate-null": small(64, 16384, {
+        "rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 4096,
+        "truncate": None,
+    }),
     "longrope-128-partial": small(128, 131072, {  # Phi-4-mini's shape: 96 of 128 entries rotate
         "rope_type": "longrope", "rope_theta": 10000.0, "factor": 16.0, "original_max_position_embeddings": 4096,
         "partial_rotary_factor": 0.75,

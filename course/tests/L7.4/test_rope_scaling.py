@@ -1,5 +1,5 @@
 """L7.4 course tests: RoPE scaling against Hugging Face's numbers and the
-properties each rope type must have.  The eleven tests are the table of the
+properties each rope type must have.  The fourteen tests are the table of the
 chapter (course/chapters/L7.4-rope-scaling.md, section 12).
 
 Golden values come from fixtures/L7.4/rope_scaling_hf.npz
@@ -21,7 +21,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from diagnose import Case, Expectations, Mistakes, Where, refuses
+from diagnose import Case, Cases, Expectations, Mistakes, Where, refuses
 
 from tinyllm.autograd.tensor import Tensor
 from tinyllm.modern.rope_scaling import rope_parameters, rope_spec
@@ -71,14 +71,6 @@ def rule(rope_type):
     return f"{rope_type}, chapter section {SECTION.get(rope_type, 3)}"
 
 
-def collected(failures, check):
-    """Run check(); a failed comparison is added to `failures` (each case is reported)."""
-    try:
-        check()
-    except pytest.fail.Exception as failure:
-        failures.append(str(failure).strip())
-
-
 # ---- 1. the worked example -------------------------------------------------------------------
 
 
@@ -115,24 +107,42 @@ def test_hand_example(expect):
 
 
 def test_inv_freq_golden(rope_scaling_hf, expect):
-    failures = []
+    cases = Cases()  # every case is compared; a mistake that breaks many is named once
     for case, inputs in rope_scaling_hf.provenance["cases"].items():
         rope_type = inputs["rope_parameters"]["rope_type"]
-        collected(failures, lambda: expect.close(
+        cases.check(case, lambda: expect.close(
             lambda rope, inputs=inputs: call(rope, inputs)[0], rope_scaling_hf[f"{case}/inv_freq"], 0.0,
             f"{case} ({rule(rope_type)}, head_dim {inputs['head_dim']}, seq_len {inputs['seq_len']}): inv_freq vs HF",
             rtol=INV_FREQ_RTOL, where=PAIRS, dtype=np.float32))
-    assert not failures, f"{len(failures)} cases differ from HF:\n\n" + "\n\n".join(failures)
+    cases.report("differ from HF")
 
 
 def test_attention_scaling_golden(rope_scaling_hf, expect):
-    failures = []
+    cases = Cases()
     for case, inputs in rope_scaling_hf.provenance["cases"].items():
         rope_type = inputs["rope_parameters"]["rope_type"]
-        collected(failures, lambda: expect.close(
+        cases.check(case, lambda: expect.close(
             lambda rope, inputs=inputs: call(rope, inputs)[1], float(rope_scaling_hf[f"{case}/attention_scaling"]),
             0.0, f"{case} ({rule(rope_type)}): attention_scaling vs HF", rtol=SCALING_RTOL))
-    assert not failures, f"{len(failures)} cases differ from HF:\n\n" + "\n\n".join(failures)
+    cases.report("differ from HF")
+
+
+def test_yarn_ramp_edges_golden(rope_scaling_hf, expect):
+    cases = rope_scaling_hf.provenance["cases"]
+    # The edges of YaRN's ramp (chapter section 6), where the order of its steps shows.
+    edges = {
+        "yarn-64-small-base": "rope_theta 10, original 1024: high = i(beta_slow) = 70.8 rounds up to 71 and "
+                              "passes r - 1 = 63, so the ramp runs from pair 22 to 63 (clamped at r - 1, not "
+                              "r/2 - 1 = 31): pairs 23 to 31 are blended, none is divided by factor",
+        "yarn-64-ramp-at-0": "original 6 <= 2 pi beta_slow: high = -0.16 rounds up to 0 and low = -13 is clamped "
+                             "to 0; only then is the zero-width ramp widened to (0, 0.001): pair 0 kept, every "
+                             "other pair divided by factor, no NaN",
+        "yarn-96-untruncated": "truncate false, beta_fast 16, beta_slow 2: the ramp runs between the fractional "
+                               "pair indexes",
+    }
+    for case, edge in edges.items():
+        expect.close(lambda rope, case=case: call(rope, cases[case])[0], rope_scaling_hf[f"{case}/inv_freq"], 0.0,
+                     f"{case} ({edge}): inv_freq vs HF", rtol=INV_FREQ_RTOL, where=PAIRS)
 
 
 def test_dynamic_follows_seq_len_golden(rope_scaling_hf, expect):
@@ -377,6 +387,24 @@ def test_scaling_properties(expect):
                  "longrope factor 8, original 2048: s vs sqrt(1 + ln 8 / ln 2048)")
 
 
+def test_computed_in_float64(expect):
+    # Llama 3 with factor 40 and the band 2 .. 3 over 8192 positions (chapter section 3): near the
+    # band's long edge the blend weight smooth is close to 0, so theta' = theta (smooth + (1 - smooth) / 40)
+    # multiplies the rounding error of smooth by about 40.  The rule evaluated in float64 and rounded
+    # once is the answer; float32 steps land up to 4e-6 away here (Hugging Face's own: 2.9e-6).
+    block = {"rope_type": "llama3", "rope_theta": 10000.0, "factor": 40.0, "low_freq_factor": 2.0,
+             "high_freq_factor": 3.0, "original_max_position_embeddings": 8192}
+    theta = ladder(10000.0, 128)
+    wavelength = 2 * math.pi / theta
+    smooth = (8192 / wavelength - 2.0) / (3.0 - 2.0)
+    blended = (1 - smooth) * theta / 40 + smooth * theta
+    want = np.where(wavelength < 8192 / 3.0, theta, np.where(wavelength > 8192 / 2.0, theta / 40, blended))
+    expect.close(lambda rope: rope.rope_parameters(copy.deepcopy(block), 128)[0], want, 0.0,
+                 f"llama3 factor 40, low_freq_factor 2, high_freq_factor 3, original 8192, head_dim 128: inv_freq vs "
+                 f"the rule in float64, rounded once ({rule('llama3')}; float32 steps drift here)",
+                 rtol=INV_FREQ_RTOL, where=PAIRS)
+
+
 # ---- 10. reading config.json --------------------------------------------------------------------
 
 
@@ -405,9 +433,123 @@ def test_rope_spec_reads_config(expect):
     expect.close(lambda rope: spec(both)(rope).inv_freq, ladder(500.0, 64), 0.0,
                  f"rope_spec({both}).inv_freq vs the plain ladder of base 500, the block's own rope_theta", rtol=1e-6,
                  where=PAIRS)
+    # a block with both keys: rope_type wins over the legacy "type"
+    legacy = {"head_dim": 64, "rope_scaling": {"rope_type": "linear", "type": "dynamic", "factor": 2.0}}
+    expect.close(lambda rope: spec(legacy)(rope).inv_freq, plain / 2, 0.0,
+                 f"rope_spec({legacy}).inv_freq vs linear factor 2: rope_type wins over type", rtol=1e-6, where=PAIRS)
+    # head_dim = hidden_size // num_attention_heads: 64 // 3 = 21, and 21 * 0.8 = 16.8 rotates 16 entries
+    # (64 / 3 * 0.8 = 17.07 would give 17, an odd rotary dim)
+    uneven = {"hidden_size": 64, "num_attention_heads": 3, "partial_rotary_factor": 0.8}
+    expect.close(lambda rope: spec(uneven)(rope).inv_freq, ladder(10000.0, 16), 0.0,
+                 f"rope_spec({uneven}).inv_freq vs the plain ladder over r = int((64 // 3) * 0.8) = 16 entries",
+                 rtol=1e-6, where=PAIRS)
 
 
-# ---- 11. bad input --------------------------------------------------------------------------------
+# ---- 11. missing, null and empty fields ----------------------------------------------------------
+
+YARN_64 = {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 4096}
+LINEAR_2 = {"type": "linear", "factor": 2.0}
+
+
+def null_case(case_id, passed, scenario, want, rule_said):
+    """A test_missing_null_and_empty case: scenario(rope, golden) must give `want` (a value, or a
+    function of the golden data) to 1e-6 relative.  passed: what it passes; rule_said: the rule."""
+    def check(expect, golden):
+        expect.close(lambda rope: scenario(rope, golden), want(golden) if callable(want) else want, 0.0,
+                     f"{passed} ({rule_said}, chapter section 11)", rtol=INV_FREQ_RTOL, where=PAIRS)
+
+    return pytest.param(Case(passed, check), id=case_id)
+
+
+def golden_inputs(case, **changed):
+    """A golden case's recorded inputs, as a scenario of rope and the golden data, with fields of its
+    rope_parameters block replaced (a value of `...` removes the field)."""
+    def scenario(rope, golden):
+        inputs = copy.deepcopy(golden.provenance["cases"][case])
+        block = inputs["rope_parameters"]
+        for name, value in changed.items():
+            if value is ...:
+                block.pop(name, None)
+            else:
+                block[name] = value
+        return call(rope, inputs)[0]
+
+    return scenario
+
+
+def spec_inv_freq(config):
+    return lambda rope, golden: rope.rope_spec(copy.deepcopy(config)).inv_freq
+
+
+# Each case: a field absent, null or empty, and what the chapter's rule makes of it.
+NULL_CASES = [
+    null_case("rope_type-null", "rope_parameters({'rope_type': None, 'rope_theta': 1e4}, 64)",
+              lambda rope, golden: rope.rope_parameters({"rope_type": None, "rope_theta": 1e4}, 64)[0],
+              ladder(1e4, 64), "a null rope_type is no rope_type: plain RoPE"),
+    null_case("partial_rotary_factor-null", "rope_parameters({'rope_type': 'linear', 'rope_theta': 1e4, 'factor': 2.0, "
+              "'partial_rotary_factor': None}, 64)",
+              lambda rope, golden: rope.rope_parameters({"rope_type": "linear", "rope_theta": 1e4, "factor": 2.0,
+                                                         "partial_rotary_factor": None}, 64)[0],
+              ladder(1e4, 64) / 2, "a null partial_rotary_factor is 1.0: every entry rotates"),
+    null_case("yarn-factor-null", "rope_parameters(yarn-80-partial-nofactor's block, factor None, 80, "
+              "max_position_embeddings=16384)", golden_inputs("yarn-80-partial-nofactor", factor=None),
+              lambda golden: golden["yarn-80-partial-nofactor/inv_freq"],
+              "a null factor is an absent one: max_position_embeddings / original, as HF computes it"),
+    null_case("yarn-factor-absent", "rope_parameters(yarn-80-partial-nofactor's block without factor, 80, "
+              "max_position_embeddings=16384)", golden_inputs("yarn-80-partial-nofactor", factor=...),
+              lambda golden: golden["yarn-80-partial-nofactor/inv_freq"],
+              "an absent factor: max_position_embeddings / original, as HF computes it for a null one"),
+    null_case("yarn-beta-null-or-0", "rope_parameters(yarn block with beta_fast None and beta_slow 0, 64)",
+              golden_inputs("yarn-64-beta-null"), lambda golden: golden["yarn-64-beta-null/inv_freq"],
+              "beta_fast and beta_slow absent, null or 0 are 32 and 1, as HF's `or` reads them"),
+    null_case("yarn-truncate-null", "rope_parameters(yarn block with truncate None, 64)",
+              golden_inputs("yarn-64-truncate-null"), lambda golden: golden["yarn-64-truncate-null/inv_freq"],
+              "truncate is the one field HF reads for its truth: null, like false, turns truncation off; vs HF"),
+    null_case("yarn-attention_factor-and-mscale-null", "rope_parameters(yarn factor 4 with attention_factor None, "
+              "mscale None and mscale_all_dim 0.5, 64)[1]",
+              lambda rope, golden: rope.rope_parameters({**YARN_64, "attention_factor": None, "mscale": None,
+                                                         "mscale_all_dim": 0.5}, 64)[1],
+              0.1 * math.log(4.0) + 1, "null attention_factor and mscale are absent: s = 0.1 ln 4 + 1"),
+    null_case("block-rope_theta-null", "rope_spec({'head_dim': 64, 'rope_theta': 500.0, 'rope_parameters': "
+              "{'rope_type': 'linear', 'factor': 2.0, 'rope_theta': None}}).inv_freq",
+              spec_inv_freq({"head_dim": 64, "rope_theta": 500.0,
+                             "rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": None}}),
+              ladder(500.0, 64) / 2, "the block's null rope_theta is filled in from the top level, 500"),
+    null_case("top-level-rope_theta-null", "rope_spec({'head_dim': 64, 'rope_theta': None, 'rope_scaling': "
+              "{'type': 'linear', 'factor': 2.0}}).inv_freq",
+              spec_inv_freq({"head_dim": 64, "rope_theta": None, "rope_scaling": LINEAR_2}),
+              ladder(1e4, 64) / 2, "a null rope_theta everywhere is none: the default base 10000"),
+    null_case("rope_type-null-beside-type", "rope_spec({'head_dim': 64, 'rope_scaling': {'rope_type': None, "
+              "'type': 'linear', 'factor': 2.0}}).inv_freq",
+              spec_inv_freq({"head_dim": 64, "rope_scaling": {"rope_type": None, **LINEAR_2}}),
+              ladder(1e4, 64) / 2, "a null rope_type is not given, so the legacy type names the rule"),
+    null_case("rope_parameters-empty", "rope_spec({'head_dim': 64, 'rope_parameters': {}, 'rope_scaling': "
+              "{'type': 'linear', 'factor': 2.0}}).inv_freq",
+              spec_inv_freq({"head_dim": 64, "rope_parameters": {}, "rope_scaling": LINEAR_2}),
+              ladder(1e4, 64) / 2, "an empty rope_parameters is no block: rope_scaling is read"),
+    null_case("rope_parameters-null", "rope_spec({'head_dim': 64, 'rope_parameters': None, 'rope_scaling': "
+              "{'type': 'linear', 'factor': 2.0}}).inv_freq",
+              spec_inv_freq({"head_dim": 64, "rope_parameters": None, "rope_scaling": LINEAR_2}),
+              ladder(1e4, 64) / 2, "a null rope_parameters is no block: rope_scaling is read"),
+    null_case("empty-block-top-level-rope_theta", "rope_spec({'head_dim': 64, 'rope_theta': 500.0, "
+              "'rope_parameters': {}}).inv_freq",
+              spec_inv_freq({"head_dim": 64, "rope_theta": 500.0, "rope_parameters": {}}),
+              ladder(500.0, 64), "an empty block is plain RoPE with the top-level rope_theta"),
+    null_case("head_dim-null", "rope_spec({'head_dim': None, 'hidden_size': 256, 'num_attention_heads': 4}).inv_freq",
+              spec_inv_freq({"head_dim": None, "hidden_size": 256, "num_attention_heads": 4}),
+              ladder(1e4, 64), "a null head_dim is derived: 256 // 4 = 64"),
+    null_case("top-level-partial_rotary_factor-null", "rope_spec({'head_dim': 64, 'partial_rotary_factor': None}).inv_freq",
+              spec_inv_freq({"head_dim": 64, "partial_rotary_factor": None}),
+              ladder(1e4, 64), "a null partial_rotary_factor at the top level is none: every entry rotates"),
+]
+
+
+@pytest.mark.parametrize("case", NULL_CASES)
+def test_missing_null_and_empty(case, expect, rope_scaling_hf):
+    case(expect, rope_scaling_hf)
+
+
+# ---- 12. bad input --------------------------------------------------------------------------------
 
 LLAMA3 = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
           "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
@@ -424,17 +566,17 @@ def refused(case_id, passed, call_it):
     return pytest.param(Case(passed, lambda expect: refuses(ValueError, call_it, passed)), id=case_id)
 
 
-def accepted(case_id, passed, parameters, head_dim, want):
-    """A test_validation case at the edge of a rule: rope_parameters(parameters, head_dim)
-    must return the inv_freq `want` (to 1e-6 relative)."""
+def accepted(case_id, passed, parameters, head_dim, want, **arguments):
+    """A test_validation case at the edge of a rule: rope_parameters(parameters, head_dim,
+    **arguments) must return the inv_freq `want` (to 1e-6 relative)."""
     def check(expect):
         try:
-            rope_parameters(copy.deepcopy(parameters), head_dim)
+            rope_parameters(copy.deepcopy(parameters), head_dim, **arguments)
         except Exception as error:
             pytest.fail(f"{passed}\n  is valid input and should return inv_freq {want}, but raised "
                         f"{type(error).__name__}: {error}")
-        expect.close(lambda rope: rope.rope_parameters(copy.deepcopy(parameters), head_dim)[0], want, 0.0,
-                     f"{passed}: inv_freq", rtol=1e-6, where=PAIRS)
+        expect.close(lambda rope: rope.rope_parameters(copy.deepcopy(parameters), head_dim, **arguments)[0], want,
+                     0.0, f"{passed}: inv_freq", rtol=1e-6, where=PAIRS)
 
     return pytest.param(Case(passed, check), id=case_id)
 
@@ -447,6 +589,8 @@ CASES = [
             lambda: rope_parameters({"rope_type": "default"}, 64)),
     refused("linear-no-factor", "rope_parameters({'rope_type': 'linear', 'rope_theta': 1e4}, 64)",
             lambda: rope_parameters({"rope_type": "linear", "rope_theta": 1e4}, 64)),
+    refused("linear-factor-null", "rope_parameters({'rope_type': 'linear', 'rope_theta': 1e4, 'factor': None}, 64)",
+            lambda: rope_parameters({"rope_type": "linear", "rope_theta": 1e4, "factor": None}, 64)),
     refused("factor-zero", "rope_parameters({'rope_type': 'linear', 'rope_theta': 1e4, 'factor': 0.0}, 64)",
             lambda: rope_parameters({"rope_type": "linear", "rope_theta": 1e4, "factor": 0.0}, 64)),
     refused("factor-negative", "rope_parameters({'rope_type': 'dynamic', 'rope_theta': 1e4, 'factor': -2.0}, 64, "
@@ -455,6 +599,10 @@ CASES = [
                                     max_position_embeddings=4096)),
     refused("rope_theta-zero", "rope_parameters({'rope_type': 'default', 'rope_theta': 0.0}, 64)",
             lambda: rope_parameters({"rope_type": "default", "rope_theta": 0.0}, 64)),
+    refused("dynamic-single-pair", "rope_parameters({'rope_type': 'dynamic', 'rope_theta': 1e4, 'factor': 2.0}, 2, "
+            "max_position_embeddings=4096): r = 2, and dynamic's exponent r / (r - 2) needs r >= 4",
+            lambda: rope_parameters({"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0}, 2,
+                                    max_position_embeddings=4096)),
     refused("dynamic-no-max_position_embeddings", "rope_parameters({'rope_type': 'dynamic', 'rope_theta': 1e4, "
             "'factor': 2.0}, 64, seq_len=8192), without max_position_embeddings",
             lambda: rope_parameters({"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0}, 64, seq_len=8192)),
@@ -467,6 +615,8 @@ CASES = [
                                     64)),
     refused("llama3-no-low_freq_factor", "rope_parameters(Llama 3.1's llama3 block without low_freq_factor, 128)",
             lambda: rope_parameters(without(LLAMA3, "low_freq_factor"), 128)),
+    refused("llama3-low_freq_factor-null", "rope_parameters(Llama 3.1's llama3 block with low_freq_factor None, 128)",
+            lambda: rope_parameters({**LLAMA3, "low_freq_factor": None}, 128)),
     refused("llama3-low-equals-high", "rope_parameters(llama3 block with low_freq_factor 4.0 = high_freq_factor, 128)",
             lambda: rope_parameters({**LLAMA3, "low_freq_factor": 4.0}, 128)),
     refused("llama3-low-above-high", "rope_parameters(llama3 block with low_freq_factor 5.0 > high_freq_factor 4.0, "
@@ -491,8 +641,15 @@ CASES = [
     refused("config-without-head_dim", "rope_spec({'rope_theta': 1e4, 'hidden_size': 4096}): no head_dim, and no "
             "num_attention_heads to derive it",
             lambda: rope_spec({"rope_theta": 1e4, "hidden_size": 4096})),
+    refused("config-hidden_size-null", "rope_spec({'hidden_size': None, 'num_attention_heads': 32}): no head_dim, and a "
+            "null hidden_size to derive it from",
+            lambda: rope_spec({"hidden_size": None, "num_attention_heads": 32})),
     # Valid input, at the edges of the rules
     accepted("accepts-a-single-pair", "rope_parameters({'rope_theta': 1e4}, 2)", {"rope_theta": 1e4}, 2, [1.0]),
+    accepted("accepts-dynamic-two-pairs", "rope_parameters({'rope_type': 'dynamic', 'rope_theta': 1e4, 'factor': 2.0}, "
+             "4, max_position_embeddings=4096): r = 4, no seq_len", {"rope_type": "dynamic", "rope_theta": 1e4,
+                                                                    "factor": 2.0}, 4, ladder(1e4, 4),
+             max_position_embeddings=4096),
     accepted("accepts-linear-factor-1", "rope_parameters({'rope_type': 'linear', 'rope_theta': 1e4, 'factor': 1.0}, "
              "8)", {"rope_type": "linear", "rope_theta": 1e4, "factor": 1.0}, 8, ladder(1e4, 8)),
 ]

@@ -9,9 +9,10 @@ The difference: the reference writes each rule as 1.0 vectorised formula and
 a table of rules; this 1.0 reads the fields up front into 1.0 settings object,
 dispatches with an if-chain, follows transformers' own order of operations
 (YaRN through its "extrapolation factor", Llama 3 pair by pair as Meta's
-apply_scaling does), and computes the powers as exp(log).  All in float64,
-rounded once to float32, as the contract asks: its inv_freq agrees with the
-reference to a float32 ulp.
+apply_scaling does), computes the powers as exp(log), and drops the None
+fields of a block before reading it (the reference asks for each field "absent
+or None?" where it reads it).  All in float64, rounded once to float32, as the
+contract asks: its inv_freq agrees with the reference to a float32 ulp.
 """
 
 from __future__ import annotations
@@ -42,7 +43,15 @@ class _Settings:
     max_positions: int | None
 
 
+def _without_nulls(fields: dict) -> dict:
+    """The fields that are given: None (null in config.json) counts as absent."""
+    return {key: value for key, value in fields.items() if value is not None}
+
+
 def _settings(params: dict, head_dim: int, max_positions) -> _Settings:
+    # truncate alone is read for its truth, as transformers does: None (like false) turns it off
+    truncate = params.get("truncate", True)
+    params = {**_without_nulls(params), "truncate": truncate}
     kind = params.get("rope_type", "default")
     if kind not in NEEDS:
         raise ValueError(f"rope_type: unknown {kind!r}; known: {sorted(NEEDS)}")
@@ -92,6 +101,8 @@ def _rule(s: _Settings, seq_len):
     if s.kind == "dynamic":
         if s.max_positions is None:
             raise ValueError("max_position_embeddings: dynamic scaling needs it")
+        if s.dim <= 2:
+            raise ValueError(f"partial_rotary_factor: dynamic scaling needs a rotary dim of 4 or more, got {s.dim}")
         length = s.max_positions if seq_len is None else max(seq_len, s.max_positions)
         grown = s.base * ((f["factor"] * length / s.max_positions) - (f["factor"] - 1)) ** (s.dim / (s.dim - 2))
         return 1.0 / _powers(grown, s.dim), 1.0
@@ -114,7 +125,7 @@ def _rule(s: _Settings, seq_len):
             return (s.dim * math.log(original / (rotations * 2 * math.pi))) / (2 * math.log(s.base))
 
         lo, hi = correction(f.get("beta_fast") or 32), correction(f.get("beta_slow") or 1)
-        if f.get("truncate", True):
+        if f["truncate"]:
             lo, hi = math.floor(lo), math.ceil(hi)
         lo, hi = max(lo, 0), min(hi, s.dim - 1)
         if hi == lo:
@@ -159,19 +170,21 @@ def _rule(s: _Settings, seq_len):
 
 
 def rope_spec(config, *, seq_len=None):
+    top = _without_nulls(config)
     block = config.get("rope_parameters") or config.get("rope_scaling") or {}
-    params = {("rope_type" if key == "type" else key): value for key, value in block.items()}
-    if "rope_type" in block:  # both keys present: rope_type wins
-        params["rope_type"] = block["rope_type"]
+    given = {key: value for key, value in block.items() if value is not None or key == "truncate"}
+    params = {("rope_type" if key == "type" else key): value for key, value in given.items()}
+    if "rope_type" in given:  # both keys given: rope_type wins
+        params["rope_type"] = given["rope_type"]
     for key in ("rope_theta", "partial_rotary_factor", "original_max_position_embeddings"):
-        if key not in params and key in config:
-            params[key] = config[key]
+        if key not in params and key in top:
+            params[key] = top[key]
     if "rope_theta" not in params:
         params["rope_theta"] = 10000.0
-    if config.get("head_dim"):
-        head_dim = config["head_dim"]
-    elif "hidden_size" in config and "num_attention_heads" in config:
-        head_dim = config["hidden_size"] // config["num_attention_heads"]
+    if "head_dim" in top:
+        head_dim = top["head_dim"]
+    elif "hidden_size" in top and "num_attention_heads" in top:
+        head_dim = top["hidden_size"] // top["num_attention_heads"]
     else:
         raise ValueError("head_dim: absent, and hidden_size / num_attention_heads are not both given")
     inv_freq, scaling = rope_parameters(params, head_dim, seq_len=seq_len,

@@ -19,6 +19,11 @@ original_max_position_embeddings, the context the model was first trained on:
 The exact rule of each type, with every default and edge, is in the chapter,
 course/chapters/L7.4-rope-scaling.md, sections 3 to 9; rope_parameters below
 lists the fields.  The results feed L7.3's RopeSpec (rope_spec).
+
+Missing, None and empty (chapter section 11): a field that is None (null in
+config.json) counts as absent, in a block and at the top level of a config,
+with one exception: truncate, which transformers reads for its truth (absent:
+true; None, false or 0: false).  An empty block {} is no block.
 """
 
 from __future__ import annotations
@@ -35,10 +40,11 @@ def rope_parameters(rope_parameters: dict, head_dim: int, *, seq_len: int | None
 
     rope_parameters: the dict of a config.json's rope_parameters (or rope_scaling)
         block, with rope_theta in it.  Fields read (others are ignored):
-            rope_type              "default" (when absent), "linear", "dynamic",
-                                   "yarn", "longrope" or "llama3"
+            rope_type              "default" (when absent or None), "linear",
+                                   "dynamic", "yarn", "longrope" or "llama3"
             rope_theta             the base, > 0 (every type)
-            partial_rotary_factor  the share of each head that rotates (default 1.0)
+            partial_rotary_factor  the share of each head that rotates (absent or
+                                   None: 1.0)
             factor                 linear, dynamic, llama3: needed, > 0;
                                    yarn, longrope: optional (absent or None:
                                    max_position_embeddings / original_max_position_embeddings)
@@ -46,7 +52,8 @@ def rope_parameters(rope_parameters: dict, head_dim: int, *, seq_len: int | None
             attention_factor       yarn, longrope: optional; replaces s as given
             mscale, mscale_all_dim yarn: optional (both non-zero: s is their ratio)
             beta_fast, beta_slow   yarn: optional (absent, None or 0: 32 and 1)
-            truncate               yarn: optional (default True)
+            truncate               yarn: optional; absent: True; read for its truth,
+                                   so None, like False, turns truncation off
             short_factor, long_factor  longrope: needed, r/2 numbers each
             low_freq_factor, high_freq_factor  llama3: needed
     head_dim: the size of one attention head.  The rotary dim is
@@ -77,10 +84,10 @@ def rope_parameters(rope_parameters: dict, head_dim: int, *, seq_len: int | None
         ValueError, naming the field: an unknown rope_type; a needed field
             missing (absent or None); rope_theta or factor <= 0;
             partial_rotary_factor > 1, or a rotary dim that is odd or < 2;
+            dynamic with a rotary dim below 4 (its exponent r / (r - 2));
             llama3's low_freq_factor >= high_freq_factor; longrope's
             short_factor or long_factor not r/2 long; max_position_embeddings
             None where it is needed.
-        (dynamic with r = 2 divides by r - 2 = 0: ZeroDivisionError.)
     """
     ...
 
@@ -88,13 +95,14 @@ def rope_parameters(rope_parameters: dict, head_dim: int, *, seq_len: int | None
 def rope_spec(config: dict, *, seq_len: int | None = None) -> RopeSpec:
     """L7.3's RopeSpec for a model's config.json, given as a dict.
 
-    config: the parsed config.json.  Read:
-        rope_parameters, or else rope_scaling (either may be absent or None:
-            then plain RoPE); its legacy key "type" is taken as "rope_type"
+    config: the parsed config.json.  Read (None counts as absent throughout):
+        rope_parameters, or else rope_scaling (either may be absent, None or
+            {}: then the other; neither: plain RoPE); its legacy key "type" is
+            taken as "rope_type" when "rope_type" is absent or None
         rope_theta, partial_rotary_factor, original_max_position_embeddings at
             the top level: used when the block does not have them (older files,
             Phi-3); rope_theta defaults to 10000.0
-        head_dim, or else hidden_size // num_attention_heads
+        head_dim, or else hidden_size // num_attention_heads (integer division)
         max_position_embeddings (if present)
     seq_len: as in rope_parameters (dynamic and longrope depend on it).
 
@@ -104,6 +112,7 @@ def rope_spec(config: dict, *, seq_len: int | None = None) -> RopeSpec:
 
     Raises:
         ValueError: no head_dim and no hidden_size / num_attention_heads to
-            derive it from; and everything rope_parameters raises.
+            derive it from (absent or None); and everything rope_parameters
+            raises.
     """
     ...

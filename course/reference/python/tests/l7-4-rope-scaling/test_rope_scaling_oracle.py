@@ -31,6 +31,8 @@ def yarn_temperature(factor, mscale=1.0):
 
 def oracle(params, head_dim, seq_len=None, max_len=None):
     """(inv_freq float64, attention_scaling) by the chapter's rules."""
+    # section 11: a None field is an absent one, except truncate (read for its truth)
+    params = {name: value for name, value in params.items() if value is not None or name == "truncate"}
     kind = params.get("rope_type", "default")
     base = params["rope_theta"]
     r = int(head_dim * params.get("partial_rotary_factor", 1.0))
@@ -162,6 +164,13 @@ def test_dynamic(seq_len, factor, head_dim, partial):
         np.testing.assert_allclose(inv_freq, ladder(10000.0, int(head_dim * partial)), rtol=RTOL)
 
 
+def test_dynamic_needs_two_pairs():
+    params = {"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 2.0}
+    check(params, 4, 8192, 4096)                     # r = 4: the least rotary dim dynamic takes
+    with pytest.raises(ValueError):
+        rope_parameters(params, 2, seq_len=8192, max_position_embeddings=4096)   # r = 2: r / (r - 2)
+
+
 YARN_CASES = [
     # (fields, head_dim, max_position_embeddings)
     ({"factor": 4.0, "original_max_position_embeddings": 32768, "rope_theta": 1e6}, 128, 32768),   # Qwen2.5
@@ -182,6 +191,9 @@ YARN_CASES = [
     ({"factor": 4.0, "original_max_position_embeddings": 4096, "beta_fast": 5.0, "beta_slow": 5.0,
       "truncate": False}, 32, None),                                                        # low == high
     ({"factor": 4.0, "original_max_position_embeddings": 4096, "beta_fast": 0, "beta_slow": None}, 64, None),
+    ({"factor": 4.0, "original_max_position_embeddings": 1024, "rope_theta": 10.0}, 64, None),  # high passes r - 1
+    ({"factor": 4.0, "original_max_position_embeddings": 6}, 64, None),     # the clamp makes the ramp zero-wide
+    ({"factor": 4.0, "original_max_position_embeddings": 4096, "truncate": None}, 64, None),   # None: no rounding
 ]
 
 
@@ -229,6 +241,62 @@ def test_longrope_partial_and_phi3_shape():
 ])
 def test_llama3(fields, head_dim):
     check({"rope_type": "llama3", "rope_theta": 10000.0, **fields}, head_dim)
+
+
+def test_float64_where_float32_steps_drift():
+    # section 3: factor 40 and the band 2 .. 3 over 8192 positions; float32 steps land ~3e-6 away
+    check({"rope_type": "llama3", "rope_theta": 10000.0, "factor": 40.0, "low_freq_factor": 2.0,
+           "high_freq_factor": 3.0, "original_max_position_embeddings": 8192}, 128)
+
+
+# ---- missing, None and empty (chapter section 11) ------------------------------------------------
+
+
+@pytest.mark.parametrize("params, head_dim, max_len", [
+    ({"rope_type": None, "rope_theta": 1e4}, 64, None),
+    ({"rope_theta": 1e4, "partial_rotary_factor": None}, 64, None),
+    ({"rope_type": "linear", "rope_theta": 1e4, "factor": 2.0, "partial_rotary_factor": None}, 16, None),
+    ({"rope_type": "yarn", "rope_theta": 1e4, "factor": None, "original_max_position_embeddings": 2048}, 64, 8192),
+    ({"rope_type": "yarn", "rope_theta": 1e4, "factor": 4.0, "original_max_position_embeddings": 2048,
+      "attention_factor": None, "mscale": None, "mscale_all_dim": 0.5}, 64, None),
+    ({"rope_type": "longrope", "rope_theta": 1e4, "factor": None, "attention_factor": None,
+      "original_max_position_embeddings": 2048, **LONG_SHORT}, 8, 8192),
+])
+def test_none_is_absent(params, head_dim, max_len):
+    inv_freq, s = check(params, head_dim, None, max_len)
+    absent = {name: value for name, value in params.items() if value is not None}
+    want, want_s = rope_parameters(absent, head_dim, max_position_embeddings=max_len)
+    np.testing.assert_array_equal(inv_freq, want)
+    assert s == want_s
+
+
+def test_truncate_none_turns_the_rounding_off():
+    yarn = {"rope_type": "yarn", "rope_theta": 1e4, "factor": 4.0, "original_max_position_embeddings": 4096}
+    off = rope_parameters({**yarn, "truncate": False}, 64)[0]
+    np.testing.assert_allclose(check({**yarn, "truncate": None}, 64)[0], off, rtol=RTOL)
+    assert not np.allclose(rope_parameters(yarn, 64)[0], off, rtol=RTOL, atol=0)
+
+
+def test_rope_spec_none_and_empty():
+    linear = ladder(10000.0, 64) / 2
+    for config, want in [
+        ({"head_dim": 64, "rope_type": None}, ladder(10000.0, 64)),
+        ({"head_dim": 64, "rope_theta": None, "rope_scaling": {"type": "linear", "factor": 2.0}}, linear),
+        ({"head_dim": 64, "rope_theta": 500.0, "rope_parameters": {"rope_type": "linear", "factor": 2.0,
+                                                                    "rope_theta": None}}, ladder(500.0, 64) / 2),
+        ({"head_dim": 64, "rope_scaling": {"rope_type": None, "type": "linear", "factor": 2.0}}, linear),
+        ({"head_dim": 64, "rope_parameters": {}, "rope_scaling": {"type": "linear", "factor": 2.0}}, linear),
+        ({"head_dim": 64, "rope_parameters": None, "rope_scaling": {"type": "linear", "factor": 2.0}}, linear),
+        ({"head_dim": 64, "rope_theta": 500.0, "rope_parameters": {}}, ladder(500.0, 64)),
+        ({"head_dim": 64, "partial_rotary_factor": None}, ladder(10000.0, 64)),
+        ({"head_dim": 64, "partial_rotary_factor": None, "rope_parameters": {"rope_theta": 1e4,
+                                                                             "partial_rotary_factor": 0.5}},
+         ladder(10000.0, 32)),
+        ({"head_dim": None, "hidden_size": 256, "num_attention_heads": 4}, ladder(10000.0, 64)),
+    ]:
+        before = copy.deepcopy(config)
+        spec_matches(rope_spec(config), want, 1.0, 2 * len(want))
+        assert config == before
 
 
 # ---- rope_spec: config.json as a dict ------------------------------------------------------------
@@ -338,6 +406,7 @@ def drop(kind, name):
     (drop("llama3", "original_max_position_embeddings"), 8, {}),
     ({**GOOD["llama3"], "low_freq_factor": 4.0}, 8, {}),
     ({**GOOD["llama3"], "low_freq_factor": 6.0}, 8, {}),
+    ({**GOOD["llama3"], "high_freq_factor": None}, 8, {}),
     ({"rope_theta": 1e4, "partial_rotary_factor": 1.5}, 8, {}),
     ({"rope_theta": 1e4, "partial_rotary_factor": 0.5}, 6, {}),       # r = 3, odd
     ({"rope_theta": 1e4, "partial_rotary_factor": 0.1}, 8, {}),       # r = 0
@@ -356,6 +425,10 @@ def test_rope_spec_bad_input():
         rope_spec({"hidden_size": 4096})
     with pytest.raises(ValueError):
         rope_spec({"num_attention_heads": 32})
+    with pytest.raises(ValueError):
+        rope_spec({"hidden_size": None, "num_attention_heads": 32})
+    with pytest.raises(ValueError):
+        rope_spec({"hidden_size": 4096, "num_attention_heads": None})
     with pytest.raises(ValueError):
         rope_spec({"head_dim": 64, "rope_scaling": {"type": "ntk", "factor": 2.0}})
 

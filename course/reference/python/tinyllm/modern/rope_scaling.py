@@ -17,7 +17,9 @@ and changes it, and perhaps the factor s on both cos/sin tables:
 (L: original_max_position_embeddings, the length the model was first trained
 on.)  The math is done in float64 and inv_freq is rounded once to float32; HF
 computes in float32 steps, and on real checkpoints' configs the two agree to a
-few float32 ulps.  Chapter: course/chapters/L7.4-rope-scaling.md.
+few float32 ulps.  A field that is None (null in config.json) counts as absent,
+except truncate, which HF reads for its truth.  Chapter:
+course/chapters/L7.4-rope-scaling.md.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def rope_parameters(rope_parameters: dict, head_dim: int, *, seq_len: int | None
     float32 [r/2] with r = int(head_dim * partial_rotary_factor), and the
     factor both cos/sin tables are multiplied by."""
     p = rope_parameters
-    rope_type = p.get("rope_type", "default")
+    rope_type = _given(p, "rope_type", "default")
     if rope_type not in RULES:  # the table at the end of the rope types below
         raise ValueError(
             f"rope_parameters['rope_type'] is {rope_type!r}, which is not a rope type this module knows; "
@@ -51,7 +53,7 @@ def rope_parameters(rope_parameters: dict, head_dim: int, *, seq_len: int | None
     for name in ("rope_theta", "factor"):
         if p.get(name) is not None and not p[name] > 0:
             raise ValueError(f"rope_parameters[{name!r}] must be a number > 0, got {p[name]!r}")
-    r = _rotary_dim(head_dim, p.get("partial_rotary_factor", 1.0))
+    r = _rotary_dim(head_dim, _given(p, "partial_rotary_factor", 1.0))
     inv_freq, attention_scaling = rule(p, r, seq_len, max_position_embeddings)
     return inv_freq.astype(np.float32), attention_scaling
 
@@ -59,23 +61,24 @@ def rope_parameters(rope_parameters: dict, head_dim: int, *, seq_len: int | None
 def rope_spec(config: dict, *, seq_len: int | None = None) -> RopeSpec:
     """L7.3's RopeSpec for a model's config.json (a dict): half layout,
     inv_freq and attention_scaling from rope_parameters."""
-    # transformers 5 writes rope_parameters; older config.json files write rope_scaling
-    # (null when there is no scaling), with the legacy key "type" for rope_type.
+    # transformers 5 writes rope_parameters; older config.json files write rope_scaling.  A
+    # block that is absent, null or empty is no block (plain RoPE), as transformers reads it.
     params = dict(config.get("rope_parameters") or config.get("rope_scaling") or {})
-    if "type" in params:
-        params.setdefault("rope_type", params.pop("type"))
-    # Fields that older config.json files keep at the top level (Phi-3: the original length).
-    for name in ("rope_theta", "partial_rotary_factor", "original_max_position_embeddings"):
-        if name in config:
-            params.setdefault(name, config[name])
-    params.setdefault("rope_theta", 10000.0)  # transformers' default base
-    try:
-        head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
-    except KeyError as missing:
-        raise ValueError(
-            f"config has no head_dim, and no {missing} to derive it from "
-            "(head_dim = hidden_size // num_attention_heads)"
-        ) from None
+    # "type" is the legacy name of rope_type: it counts when rope_type is not given.
+    params["rope_type"] = _given(params, "rope_type", params.get("type"))
+    # Fields that older config.json files keep at the top level (Phi-3: the original length)
+    # fill in what the block does not give; with no rope_theta anywhere, transformers' 10000.
+    for name, default in TOP_LEVEL_DEFAULTS.items():
+        params[name] = _given(params, name, _given(config, name, default))
+    head_dim = _given(config, "head_dim")
+    if head_dim is None:
+        hidden_size, heads = config.get("hidden_size"), config.get("num_attention_heads")
+        if hidden_size is None or heads is None:
+            raise ValueError(
+                "config has no head_dim, and no hidden_size and num_attention_heads to derive it from "
+                f"(head_dim = hidden_size // num_attention_heads; got {hidden_size} and {heads})"
+            )
+        head_dim = hidden_size // heads
     inv_freq, attention_scaling = rope_parameters(
         params, head_dim, seq_len=seq_len, max_position_embeddings=config.get("max_position_embeddings")
     )
@@ -100,6 +103,11 @@ def _dynamic(p, r, seq_len, max_len):
     # seq_len None) kappa = 1: nothing changes.
     if max_len is None:
         raise ValueError("rope_parameters: dynamic needs max_position_embeddings= (the trained length it scales from)")
+    if r < 4:
+        raise ValueError(
+            f"rope_parameters: dynamic needs a rotary dim of at least 4, got r = {r}: its base grows by "
+            "kappa ** (r / (r - 2)), and a single pair (r = 2) has no pair to slow"
+        )
     seq_len = max(seq_len or max_len, max_len)
     factor = p["factor"]
     base = p["rope_theta"] * (factor * seq_len / max_len - (factor - 1)) ** (r / (r - 2))
@@ -119,9 +127,9 @@ def _yarn(p, r, seq_len, max_len):
     # Pair i makes original / wavelength_i full turns over the original context.  Pairs
     # making more than beta_fast turns (i <= low) keep theta_i; pairs making fewer than
     # beta_slow (i >= high) are divided by factor; a linear ramp in i blends those between.
-    low = _pair_making(p.get("beta_fast") or 32, r, base, original)
+    low = _pair_making(p.get("beta_fast") or 32, r, base, original)  # absent, None or 0: 32, as HF's `or`
     high = _pair_making(p.get("beta_slow") or 1, r, base, original)
-    if p.get("truncate", True):
+    if p.get("truncate", True):  # HF reads it for its truth: absent is true, None (like false) is not
         low, high = math.floor(low), math.ceil(high)
     low, high = max(low, 0), min(high, r - 1)
     if low == high:
@@ -175,7 +183,19 @@ RULES = {
 }
 
 
+# Top-level fields of config.json that rope_spec copies into the block when it lacks them,
+# and their value when the config has none either (None: absent).
+TOP_LEVEL_DEFAULTS = {"rope_theta": 10000.0, "partial_rotary_factor": None, "original_max_position_embeddings": None}
+
+
 # ---- helpers ---------------------------------------------------------------------
+
+
+def _given(fields: dict, name: str, default=None):
+    """fields[name], or `default` when it is absent or None: a null in config.json means
+    "not given", wherever transformers would crash on it or reads it so too."""
+    value = fields.get(name)
+    return default if value is None else value
 
 
 def _ladder(base, r: int) -> np.ndarray:
