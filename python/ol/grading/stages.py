@@ -249,8 +249,10 @@ class Grader:
         """The process serving a course variant may end by itself (a variant
         that exits is behaviour: the tests see it gone), but nothing inside
         it sends SIGKILL: killed without our asking is a fault of the grader's
-        machine, not a verdict."""
-        if variant.key == "student":
+        machine, not a verdict.  A variant of the student's own code (their
+        rope.py; in a student kit, the "reference" and every mutant made of
+        it) may do anything, being killed included: that is a verdict."""
+        if not variant.is_trusted:
             return
         if outcome.impl_exit == 128 + signal.SIGKILL and not outcome.impl_stopped:
             said = _merged(outcome.impl_report).get("internal", "")
