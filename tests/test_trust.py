@@ -79,7 +79,7 @@ STOPPED_BY_THE_STATIC_CHECK = {
 
 def test_the_gallery_covers_every_class_of_the_threat_model():
     for cheat in ("vote-through-the-keyring", "vote-through-the-session-keyring", "read-the-graders-keyring",
-                  "instructors-rope-through-sys-path"):
+                  "instructors-rope-through-sys-path", "rewrite-the-autograders-results"):
         assert cheat in GALLERY, cheat
     assert len(GALLERY) >= 25
     docs = " ".join((CHEATS / name / "test_cheat.py").read_text().split('"""')[1] for name in GALLERY)
@@ -107,13 +107,15 @@ def repository_files() -> dict[str, str]:
     return snapshot(ROOT, skip=(".git", ".ol", ".pytest_cache", ".hypothesis", "build"))
 
 
-def materialize(name: str, dest: Path, root: Path = ROOT) -> Path:
+def materialize(name: str, dest: Path, root: Path = ROOT, results: Path | None = None) -> Path:
     """The cheat's folder, its placeholders filled: where the repository (root)
     and the home folder are, the reference's fingerprint, renamed copies of
-    the course's implementations."""
+    the course's implementations, the folder of the autograder's results.json
+    (results: where a kit test plays Gradescope; by default the repository,
+    where a file the cheat writes is a canary)."""
     rope, alternate = reference_modules("tinyllm.modern.rope")[0], ROOT / "course/reference/alternates/L7.3/rope.py"
     values = {
-        "__ROOT__": str(root), "__HOME__": os.path.expanduser("~"),
+        "__ROOT__": str(root), "__HOME__": os.path.expanduser("~"), "__RESULTS__": str(results or root),
         "__REFERENCE_FINGERPRINT__": hashlib.sha256(rope.apply_rope.__code__.co_code).hexdigest(),
         "__REFERENCE_COPY__": (ROOT / "course/reference/python/tinyllm/modern/rope.py").read_text()
         .replace("def rope_cos_sin", "def my_cos_sin").replace("def apply_rope", "def my_apply"),

@@ -10,7 +10,9 @@ The zip holds what Gradescope's documented layout expects at its root:
                        the kit needs 3.11, and the system python3 that Gradescope's
                        own tools use is left alone), bubblewrap and a C compiler;
                        then DIR/venv holding exactly requirements.lock; then the
-                       module's mutant set, built once
+                       module's mutant set, built once; then what the runs' own
+                       users may read where namespaces are refused (the venv,
+                       not DIR/source)
     run_autograder     run for each submission, after Gradescope copies it to
                        /autograder/run_autograder: `run_autograder [--root DIR]`.
                        It finds everything from DIR, never from where it lies, and
@@ -55,7 +57,11 @@ SETUP_SH = """\
 #    bubblewrap (every run of a student's code is confined in it) and a C compiler;
 # 2. DIR/venv holding exactly source/requirements.lock: no resolution, no build, nothing
 #    newer when PyPI changes; pip check proves the lock complete;
-# 3. the module's mutant set, built once (it depends on the kit alone).
+# 3. the module's mutant set, built once (it depends on the kit alone);
+# 4. where Docker refuses namespaces (its default seccomp profile), each run of a
+#    student's code is an unprivileged user of its own: it may read the venv, and
+#    never DIR/source (the kit and its answers) nor DIR/results (Landlock refuses
+#    them as well; this is the second fence).
 set -euo pipefail
 root=/autograder
 if [ "${1:-}" = "--root" ] && [ -n "${2:-}" ]; then root="$2"; fi
@@ -73,6 +79,9 @@ fi
 "$root/venv/bin/python" -m pip install --no-deps --only-binary=:all: --no-input -r "$root/source/requirements.lock"
 "$root/venv/bin/python" -m pip check
 "$root/venv/bin/python" "$root/source/run_autograder.py" --root "$root" --prepare
+chmod 0711 "$root"
+chmod -R a+rX "$root/venv"
+chmod -R go-rwx "$root/source"
 """
 
 RUN_AUTOGRADER = """\
@@ -84,7 +93,7 @@ RUN_AUTOGRADER = """\
 root=/autograder
 if [ "${1:-}" = "--root" ] && [ -n "${2:-}" ]; then root="$2"; fi
 results="$root/results/results.json"
-mkdir -p "$root/results" && rm -f "$results"
+mkdir -p "$root/results" && chmod 0700 "$root/results" && rm -f "$results"
 python="${OL_PYTHON:-$root/venv/bin/python}"
 why=""
 if [ -x "$python" ]; then
