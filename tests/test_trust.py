@@ -748,6 +748,121 @@ def test_a_cpu_hog_beside_a_check_changes_no_verdict():
     assert [p.killed for p in loaded.pitfalls] == [p.killed for p in alone.pitfalls]
 
 
+# ---- two checks at once ---------------------------------------------------------------------
+
+# A run of one check fills its user's process count (RLIMIT_NPROC, 64) and holds it; a run of
+# another check with the same user could then not fork.  The kernel counts a user's processes
+# across user and pid namespaces, so this is a channel between checks (and a way to fail
+# another student's suite) whenever two checks share run users: the old 61000 + slot did.
+HOLD_EVERY_PROCESS = """
+import random
+import typing
+
+os_module = random._os
+sleep = typing.sys.modules["time"].sleep
+
+
+def test_hold_every_process_of_my_user():
+    while True:
+        try:
+            pid = os_module.fork()
+        except OSError:
+            break
+        if pid == 0:
+            sleep(600)
+            os_module._exit(0)
+    sleep(600)
+"""
+FORKS_A_LITTLE = """
+import random
+
+os_module = random._os
+
+
+def test_four_forks():
+    for _ in range(4):
+        pid = os_module.fork()
+        if pid == 0:
+            os_module._exit(0)
+        os_module.waitpid(pid, 0)
+"""
+CHECK_DRIVER = """
+import json, signal, sys
+from pathlib import Path
+sys.path[:0] = [{tests!r}]
+import test_trust as kit
+from ol.grading import confine
+from ol.grading.check import check_module
+
+
+class OneRangeForAll:   # the old code: every check's runs are users RUN_UID_BASE + slot
+    def __init__(self, count):
+        self.base = confine.RUN_UID_BASE
+
+    def uid(self, index):
+        return self.base + index
+
+    def close(self):
+        pass
+
+
+if {one_range!r}:
+    confine.UidBlock = OneRangeForAll
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # unwind: the engine removes what it made
+result = check_module(kit.ROOT, "L7.3", tests=Path({suite!r}), course_tests=False, session=kit.sampled_session(),
+                      sharing="isolated", time_limit=60, workers=2)
+print(json.dumps({{"reason": result.reason, "problems": result.problems, "killed": result.killed}}), flush=True)
+"""
+
+
+def users_holding(at_least: int) -> list[int]:
+    """Run users (the whole range UidBlock hands out) with at least that many processes."""
+    counts: dict[int, int] = {}
+    for pid in run_users():
+        counts[uid_of(pid)] = counts.get(uid_of(pid), 0) + 1
+    return [uid for uid, count in counts.items() if count >= at_least]
+
+
+@pytest.mark.parametrize("one_range", [False, True], ids=["a-range-per-check", "one-range-for-all"])
+def test_a_check_cannot_reach_another_checks_runs_through_their_user(one_range, tmp_path):
+    """Check A's suite holds every process its run user may have; check B,
+    started meanwhile, forks a little in its tests.  With a range of run
+    users per check (confine.UidBlock), B grades as it does alone.  With one
+    range for all (the old code, played by OneRangeForAll), A's runs make
+    B's fail on the correct implementations: the attack works, so this test
+    can tell the two apart."""
+    suites = {}
+    for name, text in (("hold", HOLD_EVERY_PROCESS), ("fork", FORKS_A_LITTLE)):
+        suites[name] = tmp_path / name / "l7-3-rope"
+        suites[name].mkdir(parents=True)
+        (suites[name] / "test_suite.py").write_text(text)
+
+    def driver(name: str) -> list[str]:
+        return [sys.executable, "-c", CHECK_DRIVER.format(tests=str(ROOT / "tests"), one_range=one_range,
+                                                          suite=str(suites[name]))]
+
+    before = set(users_holding(1))
+    holder = subprocess.Popen(driver("hold"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not set(users_holding(48)) - before:
+            assert holder.poll() is None and time.monotonic() < deadline, holder.communicate()
+            time.sleep(0.2)
+        held = set(users_holding(48)) - before
+        forker = subprocess.run(driver("fork"), capture_output=True, text=True, timeout=600)
+    finally:
+        holder.terminate()
+        holder.communicate(timeout=60)
+    assert forker.returncode == 0, explain(forker)
+    result = json.loads(forker.stdout.splitlines()[-1])
+    if one_range:
+        assert result["reason"] == "your tests fail on a correct implementation", result
+    else:
+        assert result["reason"] is None, (result, f"check A's runs held the users {sorted(held)}")
+    assert not run_users(), f"processes of the runs' users left: {[_cmdline(p) for p in run_users()]}"
+
+
 # ---- where namespaces are refused (Docker's default, as on Gradescope) ---------------------
 
 DOCKER_DEFAULT = [sys.executable, str(ROOT / "tests" / "docker_default.py")]
