@@ -764,7 +764,8 @@ def gradescope_root(tmp_path_factory):
             done
             """))
         (fake / "apt-get").chmod(0o755)
-        (fake / "bash").symlink_to(shutil.which("bash"))
+        for tool in ("bash", "chmod"):   # Ubuntu's own, as on Gradescope's image
+            (fake / tool).symlink_to(shutil.which(tool))
         home = root / "home"
         home.mkdir()
         env = {"PATH": str(fake), "HOME": str(home), "LANG": "C.UTF-8"}
