@@ -818,7 +818,7 @@ print(json.dumps({{"reason": result.reason, "problems": result.problems, "killed
 def users_holding(at_least: int) -> list[int]:
     """Run users (the whole range UidBlock hands out) with at least that many processes."""
     counts: dict[int, int] = {}
-    for pid in run_users():
+    for pid in run_users(settle=0):
         counts[uid_of(pid)] = counts.get(uid_of(pid), 0) + 1
     return [uid for uid, count in counts.items() if count >= at_least]
 
@@ -880,14 +880,19 @@ for cheat in {cheats!r}:
 """
 
 
-def run_users() -> list[int]:
-    """Processes of the runs' users (UidBlock's range)."""
-    found = []
+def run_users(settle: float = 5.0) -> list[int]:
+    """Live processes of the runs' users (UidBlock's range), once none is
+    left or `settle` seconds have passed: a process killed at the end of a
+    run is reaped by init a moment later."""
     top = confine.RUN_UID_BASE + confine.UID_BLOCKS * confine.UID_BLOCK
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and confine.RUN_UID_BASE <= uid_of(int(entry)) < top:
-            found.append(int(entry))
-    return found
+    deadline = time.monotonic() + settle
+    while True:
+        found = [int(entry) for entry in os.listdir("/proc")
+                 if entry.isdigit() and confine.RUN_UID_BASE <= uid_of(int(entry)) < top
+                 and b"\nState:\tZ" not in _proc(int(entry), "status")]
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.1)
 
 
 def files_of_run_users(*folders: str) -> list[str]:
