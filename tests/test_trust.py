@@ -18,9 +18,13 @@ gives the process model and the threat model these tests hold it to).
     resources    a run that forks to allocate past its memory bound is
                  killed, and the host never loses more than the bound; a CPU
                  hog beside a check changes no verdict.
+    two checks   a check's runs cannot reach another's through their users
+                 (a range of run users per check).
     no namespaces  as root in Docker's default seccomp profile (simulated:
                  tests/docker_default.py), the gallery and `ol grade` still
                  confine every run (by uid): no pass, no gain, nothing left.
+                 `ol grade` gives the gallery nothing in either mode (the
+                 Gradescope bundle: tests/test_class_grading.py).
     portability  one full check with the spawn start method (no fork in the
                  process model) grades as the fork one does.
 
@@ -148,6 +152,8 @@ def assert_stopped(cheat: str, mode: str, result) -> None:
     of source can see the cheat."""
     result = result if isinstance(result, dict) else dataclasses.asdict(result)
     assert not result["passed"], f"{cheat} passed ({mode})"
+    if result.get("not_graded"):    # ol grade screened it out before any check (ol.grade.precheck)
+        return
     assert result["reason"] is not None or result["score"] <= MAX_CHEAT_SCORE, (
         f"{cheat} scored {result['score']:.2f} ({result['killed']}/{result['counted']}) in the {mode} check")
     if cheat in STOPPED_BY_THE_STATIC_CHECK:
@@ -942,34 +948,54 @@ def test_the_gallery_gains_nothing_where_namespaces_are_refused(tmp_path):
     assert set(Path("/tmp").glob("ol-sandbox-*")) <= before_scratch, "the grader's scratch folder was left"
 
 
-def test_ol_grade_where_namespaces_are_refused(tmp_path):
-    """`ol grade` in Docker's default profile: each submission confined by
-    uid, the honest one graded as it is with namespaces, the cheats (the
-    keyring ones among them) not passing; nothing written outside the
-    results folder, nothing of a run's user left."""
-    cheats = ["vote-through-the-keyring", "vote-through-the-session-keyring", "read-the-graders-keyring",
-              "instructors-rope-through-sys-path", "vote-through-files", "reexport-os-system", "network",
-              "reference-read-at-run-time", "mutant-cache-in-home", "snoop-other-processes"]
+def sampled_home(home: Path) -> Path:
+    """A home folder whose mutant cache holds every 20th of L7.3's generated
+    mutants: `ol grade` started with it grades against that sample (and
+    every pitfall), as the gallery is graded."""
+    from ol.grading.mutants import cache_path
+
+    source = GradingSession(ROOT, "L7.3").reference.source   # the whole set, cached in this user's home
+    whole = json.loads(cache_path(source).read_text())
+    sample = cache_path(source, home / ".cache" / "tinyllm-ol")
+    sample.parent.mkdir(parents=True)
+    sample.write_text(json.dumps(whole[::20]))
+    return home
+
+
+@pytest.mark.parametrize("where", ["namespaces", "namespace-less"])
+def test_ol_grade_gives_the_gallery_nothing(where, tmp_path):
+    """`ol grade --jobs 2` on a class of the honest model answer and every
+    cheat of the gallery, with bubblewrap, and in Docker's default profile
+    (each run as a user of its own, under Landlock): the honest one passes
+    with every mutant killed, no cheat passes or gains, each record names
+    its confinement; nothing written outside the results folder, no key,
+    nothing of a run's user left."""
+    under, mode = ([], confine.CONFINED) if where == "namespaces" else (DOCKER_DEFAULT, confine.BY_UID)
     submissions = tmp_path / "class"
     rope = (ROOT / "course/reference/python/tinyllm/modern/rope.py").read_bytes()
-    for name, folder in [("honest", MODEL_ANSWER)] + [(c, materialize(c, tmp_path / "cheats")) for c in cheats]:
+    for name, folder in [("honest", MODEL_ANSWER)] + [(c, materialize(c, tmp_path / "cheats")) for c in GALLERY]:
         shutil.copytree(folder, submissions / name / "python/tests/l7-3-rope")
         (submissions / name / "python/tinyllm/modern").mkdir(parents=True)
         (submissions / name / "python/tinyllm/modern/rope.py").write_bytes(rope)
     out = tmp_path / "graded"
     before_keys, before_repo = vote_keys(), repository_files()
-    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
-    r = subprocess.run([*DOCKER_DEFAULT, str(ROOT / "ol"), "grade", "L7.3", str(submissions), "--out", str(out),
-                        "--time-limit", "20"], capture_output=True, text=True, timeout=3000, cwd=tmp_path, env=env)
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
+               HOME=str(sampled_home(tmp_path / "home")))
+    env.pop("XDG_CACHE_HOME", None)
+    r = subprocess.run([*under, str(ROOT / "ol"), "grade", "L7.3", str(submissions), "--out", str(out),
+                        "--time-limit", "20", "--jobs", "2", "--feedback", "none"],
+                       capture_output=True, text=True, timeout=3000, cwd=tmp_path, env=env)
     assert r.returncode == 0, explain(r)
-    records = {name: json.loads((out / f"{name}.json").read_text()) for name in ["honest", *cheats]}
-    assert records["honest"]["passed"] and records["honest"]["killed"] == records["honest"]["counted"], records["honest"]
+    records = {name: json.loads((out / f"{name}.json").read_text()) for name in ["honest", *GALLERY]}
+    honest = records["honest"]
+    assert honest["passed"] and honest["killed"] == honest["counted"] and honest["counted"] > 0, honest
     for name, record in records.items():
-        assert record["confinement"] == confine.BY_UID and not record.get("error"), record
+        assert record["confinement"] == mode and not record.get("error"), record
         if name != "honest":
-            assert_stopped(name, "ol grade, namespace-less", record)
+            assert_stopped(name, f"ol grade, {where}", record)
+            assert_nothing_left(name)
     assert sorted(p.name for p in out.iterdir()) == sorted(["grades.csv", "summary.md", "honest.json",
-                                                            *[f"{c}.json" for c in cheats]])
+                                                            *[f"{c}.json" for c in GALLERY]])
     assert repository_files() == before_repo and vote_keys() == before_keys
     assert not run_users() and not files_of_run_users("/tmp", "/var/tmp", "/dev/shm")
 
