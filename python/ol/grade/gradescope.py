@@ -30,7 +30,9 @@ is not a pass), and "tests": the course tests, the mutation grade and the
 pitfalls, whose maximums always add up to the catalog's total, then one
 entry per pitfall, "Misconception: ... (caught / not caught)", with a status
 and no points.  What the outputs hold follows --feedback (ol.grade.feedback),
-as in `ol grade`.
+as in `ol grade`.  The output's last line, and extra_data.confinement, name
+how every run of the student's code was confined (confine.choose_mode: with
+bubblewrap, or where Docker refuses namespaces, as a user of its own per run).
 """
 
 from __future__ import annotations
