@@ -824,7 +824,7 @@ print(json.dumps({{"reason": result.reason, "problems": result.problems, "killed
 def users_holding(at_least: int) -> list[int]:
     """Run users (the whole range UidBlock hands out) with at least that many processes."""
     counts: dict[int, int] = {}
-    for pid in run_users(settle=0):
+    for pid in run_users(settle=0, left_only=False):
         counts[uid_of(pid)] = counts.get(uid_of(pid), 0) + 1
     return [uid for uid, count in counts.items() if count >= at_least]
 
@@ -886,19 +886,36 @@ for cheat in {cheats!r}:
 """
 
 
-def run_users(settle: float = 5.0) -> list[int]:
+def run_users(settle: float = 5.0, *, left_only: bool = True) -> list[int]:
     """Live processes of the runs' users (UidBlock's range), once none is
-    left or `settle` seconds have passed: a process killed at the end of a
-    run is reaped by init a moment later."""
+    left or `settle` seconds have passed (a process killed at the end of a
+    run is reaped by init a moment later).  left_only: only those no grader
+    holds any more, whose ancestors up to init are all runs' users; a run
+    of another check on this machine (another engineer's, say) has its
+    guard, a process of the grader's, above it."""
     top = confine.RUN_UID_BASE + confine.UID_BLOCKS * confine.UID_BLOCK
+    of_a_run = lambda pid: confine.RUN_UID_BASE <= uid_of(pid) < top   # noqa: E731
     deadline = time.monotonic() + settle
     while True:
         found = [int(entry) for entry in os.listdir("/proc")
-                 if entry.isdigit() and confine.RUN_UID_BASE <= uid_of(int(entry)) < top
-                 and b"\nState:\tZ" not in _proc(int(entry), "status")]
+                 if entry.isdigit() and of_a_run(int(entry)) and b"\nState:\tZ" not in _proc(int(entry), "status")
+                 and (not left_only or not _held_by_a_grader(int(entry), of_a_run))]
         if not found or time.monotonic() >= deadline:
             return found
         time.sleep(0.1)
+
+
+def _held_by_a_grader(pid: int, of_a_run) -> bool:
+    """Whether some ancestor of pid (below init) is not a run's process."""
+    for _ in range(64):
+        status = _proc(pid, "status")
+        parent = next((int(line.split()[1]) for line in status.split(b"\n") if line.startswith(b"PPid:")), 0)
+        if parent <= 1:
+            return False
+        if not of_a_run(parent):
+            return True
+        pid = parent
+    return True
 
 
 def files_of_run_users(*folders: str) -> list[str]:
