@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 import signal
+import site
 import subprocess
 import sys
 import tempfile
@@ -128,9 +129,20 @@ def test_no_cheating_suite_passes_or_gains_score(cheat, sharing, sampled, tmp_pa
 
 
 def virtual_environment(folder: Path) -> Path:
-    """A venv at folder that sees this interpreter's packages; its python."""
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(folder)], check=True)
-    return folder / "bin" / "python"
+    """A venv at folder that sees this interpreter's packages; its python.
+
+    `--system-site-packages` is not enough: run from a venv, `-m venv` builds
+    on the base interpreter and would see its packages, not this venv's (where
+    the README's `pip install` put numpy and mutmut).  A .pth file adds this
+    interpreter's site folders, in its order, .pth files included."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    folders = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    adds = "; ".join(f"site.addsitedir({f!r})" for f in folders if os.path.isdir(f))
+    Path(purelib, "kit-tests-packages.pth").write_text(f"import site; {adds}\n")
+    return python
 
 
 def test_a_venv_inside_the_checkout_is_seen_by_the_runs_and_the_checkout_is_not():
