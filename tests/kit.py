@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -68,3 +69,22 @@ def processes_with(marker: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def sigint_as_at_a_terminal() -> None:
+    """preexec_fn for a child a test stops with SIGINT: SIGINT at its default
+    there, as Ctrl-C finds a command in a terminal.  A shell without job
+    control starts a background job (`python -m pytest &`) with SIGINT
+    ignored, which children inherit, and Python then leaves it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL what is left of the process group that `process` leads (it was
+    started with start_new_session=True) and reap it: a test's cleanup,
+    whatever became of the test."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:  # the whole group has ended
+        pass
+    process.wait()

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import ROOT, copy_checkout, explain, processes_with, run_ol, snapshot
+from kit import ROOT, copy_checkout, explain, kill_group, processes_with, run_ol, sigint_as_at_a_terminal, snapshot
 from ol.grading.check import check_module
 from ol.grading.session import GradingFault, GradingSession
 from reference import reference_modules
@@ -318,15 +318,19 @@ def test_interrupting_ol_check_leaves_nothing_behind(signum, code, tmp_path):
     scratch.mkdir()
     env = dict(os.environ, TMPDIR=str(scratch), PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
     process = subprocess.Popen([str(checkout / "ol"), "check", "L7.3", "--ref-deps", "--json"], cwd=tmp_path, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(descendants(process.pid)) < 8:   # well into the grading
-        time.sleep(0.2)
-    time.sleep(2)
-    tree = descendants(process.pid)
-    assert tree, "ol check never started its sandboxes"
-    os.kill(process.pid, signum)
-    out, err = process.communicate(timeout=60)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                               preexec_fn=sigint_as_at_a_terminal)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(descendants(process.pid)) < 8:   # well into the grading
+            time.sleep(0.2)
+        time.sleep(2)
+        tree = descendants(process.pid)
+        assert tree, "ol check never started its sandboxes"
+        os.kill(process.pid, signum)
+        out, err = process.communicate(timeout=60)
+    finally:
+        kill_group(process)
     assert process.returncode == code, (process.returncode, out[-2000:], err[-2000:])
     assert b'"score"' not in out or b'"score": null' in out
     time.sleep(1)
