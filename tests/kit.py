@@ -7,6 +7,7 @@ import hashlib
 import os
 import shutil
 import signal
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,20 @@ def kill_group(process: subprocess.Popen) -> None:
     except ProcessLookupError:  # the whole group has ended
         pass
     process.wait()
+
+
+def virtual_environment(folder: Path) -> Path:
+    """A venv at folder that sees this interpreter's packages; its python.
+
+    `--system-site-packages` is not enough: run from a venv, `-m venv` builds
+    on the base interpreter and would see its packages, not this venv's (where
+    the README's `pip install` put numpy and mutmut).  A .pth file adds this
+    interpreter's site folders, in its order, .pth files included."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    folders = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    adds = "; ".join(f"site.addsitedir({f!r})" for f in folders if os.path.isdir(f))
+    Path(purelib, "kit-tests-packages.pth").write_text(f"import site; {adds}\n")
+    return python

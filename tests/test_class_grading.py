@@ -121,6 +121,7 @@ def graded(synthetic_class, tmp_path_factory):
     return out, r
 
 
+@pytest.mark.needs_confinement
 def test_every_row_of_the_class_is_right(graded):
     out, r = graded
     table = rows(out)
@@ -143,6 +144,7 @@ def test_every_row_of_the_class_is_right(graded):
     assert "Mutants that survive most often" in summary and "Pitfalls most often missed" in summary
 
 
+@pytest.mark.needs_confinement
 def test_grading_twice_or_side_by_side_gives_the_same_rows(graded, synthetic_class, tmp_path):
     out, _ = graded
     again = run_ol(ROOT, "grade", "L7.3", str(synthetic_class), "--out", str(out), "--time-limit", TIME_LIMIT,
@@ -198,6 +200,7 @@ def ray_head(tmp_path):
         shutil.rmtree(temp, ignore_errors=True)
 
 
+@pytest.mark.needs_confinement
 def test_a_class_graded_on_ray_gets_the_rows_of_this_machine(ray_head, graded, synthetic_class, tmp_path):
     address, env = ray_head
     subset = tmp_path / "four"
@@ -254,6 +257,7 @@ def valid_results(data: dict) -> None:
         assert 0 <= test["score"] <= test["max_score"] or test["max_score"] == 0
 
 
+@pytest.mark.needs_confinement
 def test_the_gradescope_autograder_grades_a_passing_a_failing_and_a_malformed_submission(autograder):
     passing = run_autograder(autograder, "passing", {"rope.py": REFERENCE_ROPE.read_bytes(),
                                                      **{p.name: p.read_bytes() for p in MODEL_ANSWER.glob("*.py")}})

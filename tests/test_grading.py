@@ -39,6 +39,7 @@ def grade(folder: Path, **kwargs):
 # ---- the grade discriminates -----------------------------------------------------------
 
 
+@pytest.mark.needs_confinement
 def test_a_suite_of_shapes_and_errors_fails():
     result = grade(SUITES / "shapes-and-errors")
     assert result.reason is None, result.problems
@@ -47,6 +48,7 @@ def test_a_suite_of_shapes_and_errors_fails():
     assert not any(p.killed for p in result.pitfalls), "a suite that checks no value caught a pitfall"
 
 
+@pytest.mark.needs_confinement
 def test_a_suite_blind_to_float16_angles_fails_and_names_that_pitfall(tmp_path):
     result = grade(write_float16_blind_suite(tmp_path / "l7-3-rope"))
     assert result.reason is None, result.problems
@@ -73,6 +75,7 @@ def write_suite(folder: Path, body: str) -> Path:
     return folder
 
 
+@pytest.mark.needs_confinement
 def test_an_endless_test_does_not_hang_the_check(tmp_path):
     suite = write_suite(tmp_path / "l7-3-rope", """
         def test_fine():
@@ -87,6 +90,7 @@ def test_an_endless_test_does_not_hang_the_check(tmp_path):
     assert any("test_forever" in line and "timeout" in line for line in result.problems), result.problems
 
 
+@pytest.mark.needs_confinement
 def test_an_endless_loop_at_import_does_not_hang_the_check(tmp_path):
     suite = write_suite(tmp_path / "l7-3-rope", """
         while True:
@@ -100,6 +104,7 @@ def test_an_endless_loop_at_import_does_not_hang_the_check(tmp_path):
     assert "collecting" in " ".join(result.problems)
 
 
+@pytest.mark.needs_confinement
 def test_system_exit_in_a_test_is_a_failure_not_an_escape(tmp_path):
     suite = write_suite(tmp_path / "l7-3-rope", """
         def test_quits():
@@ -133,6 +138,7 @@ def test_a_variant_that_hangs_or_kills_its_process_counts_as_caught(tmp_path):
     assert verdicts["exits"].killed and verdicts["exits"].failed[0].endswith("test_hand_example")
 
 
+@pytest.mark.needs_confinement
 def test_runs_cannot_reach_the_repository_nor_start_what_outlives_them(tmp_path):
     target = ROOT / "python" / "tinyllm" / "__init__.py"
     before = target.read_bytes()
@@ -224,6 +230,7 @@ def test_ol_check_refuses_tests_that_break_the_rules_and_the_repository_stays_un
     assert snapshot(checkout) == before
 
 
+@pytest.mark.needs_confinement
 def test_ol_check_survives_a_test_that_writes_into_the_repository(finished_checkout):
     checkout, elsewhere = finished_checkout
     rope = checkout / "python/tinyllm/modern/rope.py"
@@ -252,6 +259,7 @@ def test_ol_check_usage_errors(finished_checkout):
 # ---- the parts --------------------------------------------------------------------------
 
 
+@pytest.mark.needs_confinement
 @pytest.mark.parametrize("module_id, suite", [("L7.3", "shapes-and-errors"), ("L7.4", "l7-4-hand-example")])
 def test_the_shared_check_gives_the_verdicts_of_isolated_runs(module_id, suite):
     """The local check collects a suite once and forks a run per variant; the
@@ -401,6 +409,7 @@ def test_a_bad_time_limit_is_a_usage_error(finished_checkout, limit):
 # ---- a re-check keeps what an edit cannot change ---------------------------------------------
 
 
+@pytest.mark.needs_confinement
 def test_a_warm_recheck_grades_as_a_cold_check_over_a_sequence_of_edits(tmp_path):
     session = GradingSession(ROOT, "L7.3")
     session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::8])
@@ -437,6 +446,7 @@ def test_a_warm_recheck_grades_as_a_cold_check_over_a_sequence_of_edits(tmp_path
     assert grade_both().carried_over == 0
 
 
+@pytest.mark.needs_confinement
 def test_a_recheck_keeps_the_course_tests_pass_only_while_the_code_is_the_same(tmp_path):
     checkout, elsewhere = copy_checkout(tmp_path / "checkout"), tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -54,6 +54,7 @@ def open_page(browser, path: Path):
     return page, requested
 
 
+@pytest.mark.needs_confinement
 def test_the_report_in_a_browser(graded, browser, tmp_path):
     path = tmp_path / "L7.3-check.html"
     write_report(path, to_html(graded, SOURCE, SOURCE_PATH))
@@ -100,6 +101,7 @@ def test_the_report_in_a_browser(graded, browser, tmp_path):
     page.close()
 
 
+@pytest.mark.needs_confinement
 def test_the_page_carries_the_json_and_escapes_what_it_shows(graded, browser, tmp_path):
     """Text from the source, the diffs and the test ids is shown, never run as
     markup: a diff holding `</script>` cannot end the page's script."""

@@ -27,7 +27,6 @@ import json
 import os
 import shutil
 import signal
-import site
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,8 @@ from pathlib import Path
 
 import pytest
 
-from kit import ROOT, copy_checkout, explain, kill_group, processes_with, run_ol, sigint_as_at_a_terminal, snapshot
+from kit import (ROOT, copy_checkout, explain, kill_group, processes_with, run_ol, sigint_as_at_a_terminal,
+                 snapshot, virtual_environment)
 from ol.grading.check import check_module
 from ol.grading.session import GradingFault, GradingSession
 from reference import reference_modules
@@ -103,6 +103,7 @@ def materialize(name: str, dest: Path, root: Path = ROOT) -> Path:
     return folder
 
 
+@pytest.mark.needs_confinement
 @pytest.mark.parametrize("sharing", ["shared", "isolated"])
 @pytest.mark.parametrize("cheat", GALLERY)
 def test_no_cheating_suite_passes_or_gains_score(cheat, sharing, sampled, tmp_path):
@@ -128,23 +129,7 @@ def test_no_cheating_suite_passes_or_gains_score(cheat, sharing, sampled, tmp_pa
 # ---- where the student's Python lives ---------------------------------------------------
 
 
-def virtual_environment(folder: Path) -> Path:
-    """A venv at folder that sees this interpreter's packages; its python.
-
-    `--system-site-packages` is not enough: run from a venv, `-m venv` builds
-    on the base interpreter and would see its packages, not this venv's (where
-    the README's `pip install` put numpy and mutmut).  A .pth file adds this
-    interpreter's site folders, in its order, .pth files included."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
-    python = folder / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                             check=True, capture_output=True, text=True).stdout.strip()
-    folders = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
-    adds = "; ".join(f"site.addsitedir({f!r})" for f in folders if os.path.isdir(f))
-    Path(purelib, "kit-tests-packages.pth").write_text(f"import site; {adds}\n")
-    return python
-
-
+@pytest.mark.needs_confinement
 def test_a_venv_inside_the_checkout_is_seen_by_the_runs_and_the_checkout_is_not():
     # /var/tmp, not pytest's /tmp: a Python under /tmp cannot be confined (next test)
     scratch = Path(tempfile.mkdtemp(prefix="ol-venv-", dir="/var/tmp"))
@@ -177,6 +162,7 @@ def test_a_python_installed_under_tmp_is_not_confined_and_says_why(tmp_path):
     assert "installed under /tmp" in r.stderr and str(tmp_path / "venv") in r.stderr, explain(r)
 
 
+@pytest.mark.needs_confinement
 def test_the_observer_never_imports_the_suite_or_the_code_under_test(sampled, tmp_path):
     folder = tmp_path / "l7-3-rope"
     shutil.copytree(MODEL_ANSWER, folder)
@@ -286,6 +272,7 @@ def nothing_left(before: set[int]) -> None:
     assert not left, f"processes left behind: {[_cmdline(p) for p in left]}"
 
 
+@pytest.mark.needs_confinement
 @pytest.mark.parametrize("victim", ["collector", "tests warm process", "implementation run"])
 def test_a_fault_of_the_grader_is_an_error_with_no_score(victim, sampled, tmp_path):
     """Each victim is SIGKILLed from outside once the variants are being
