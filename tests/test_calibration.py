@@ -91,6 +91,7 @@ def explain(name, r) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_honest_student_passes_ol_check(graded):
     name, r = graded

@@ -39,6 +39,7 @@ def grade(folder: Path, **kwargs):
 # ---- the grade discriminates -----------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_suite_of_shapes_and_errors_fails():
     result = grade(SUITES / "shapes-and-errors")
@@ -48,6 +49,7 @@ def test_a_suite_of_shapes_and_errors_fails():
     assert not any(p.killed for p in result.pitfalls), "a suite that checks no value caught a pitfall"
 
 
+@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_suite_blind_to_float16_angles_fails_and_names_that_pitfall(tmp_path):
     result = grade(write_float16_blind_suite(tmp_path / "l7-3-rope"))
@@ -195,6 +197,7 @@ def student_tests(checkout: Path, files: dict[str, str]) -> None:
         (folder / name).write_text(textwrap.dedent(text))
 
 
+@pytest.mark.slow
 def test_ol_check_passes_the_model_answer_with_json(finished_checkout):
     checkout, elsewhere = finished_checkout
     student_tests(checkout, {p.name: p.read_text() for p in MODEL_ANSWER.glob("*.py")})
@@ -259,6 +262,7 @@ def test_ol_check_usage_errors(finished_checkout):
 # ---- the parts --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.needs_confinement
 @pytest.mark.parametrize("module_id, suite", [("L7.3", "shapes-and-errors"), ("L7.4", "l7-4-hand-example")])
 def test_the_shared_check_gives_the_verdicts_of_isolated_runs(module_id, suite):
@@ -283,6 +287,7 @@ def test_the_shared_check_gives_the_verdicts_of_isolated_runs(module_id, suite):
     assert len({v.killed for v in verdicts["isolated"].values()}) == 2, "the sample should hold caught and missed variants"
 
 
+@pytest.mark.slow
 def test_spliced_mutants_are_mutmuts_own():
     """ol builds each mutant's file by splicing mutmut's mutated node into the
     text; it must be the program mutmut's own deep_replace gives."""
@@ -409,6 +414,7 @@ def test_a_bad_time_limit_is_a_usage_error(finished_checkout, limit):
 # ---- a re-check keeps what an edit cannot change ---------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_warm_recheck_grades_as_a_cold_check_over_a_sequence_of_edits(tmp_path):
     session = GradingSession(ROOT, "L7.3")
@@ -446,6 +452,7 @@ def test_a_warm_recheck_grades_as_a_cold_check_over_a_sequence_of_edits(tmp_path
     assert grade_both().carried_over == 0
 
 
+@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_recheck_keeps_the_course_tests_pass_only_while_the_code_is_the_same(tmp_path):
     checkout, elsewhere = copy_checkout(tmp_path / "checkout"), tmp_path / "elsewhere"

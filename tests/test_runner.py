@@ -18,6 +18,7 @@ CATALOG = load_catalog(ROOT)
 PY_MODULES = [m for m in CATALOG.modules if all(f.endswith(".py") for f in m.files)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", PY_MODULES, ids=lambda m: m.id)
 def test_reference_passes_and_a_fresh_stub_fails_every_course_test(module):
     reference = run_course_tests(ROOT, module, implementation="reference", capture=True, catalog=CATALOG)

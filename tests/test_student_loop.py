@@ -83,6 +83,7 @@ class Lines:
             self.seen.append(line)
 
 
+@pytest.mark.slow
 def test_watch_runs_again_on_each_change_and_stops_on_ctrl_c(checkout):
     command = [str(checkout / "ol"), "watch", "L7.3", "--mine", "--ref-deps", "--", "-q"]
     watcher = subprocess.Popen(command, cwd=checkout, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -103,6 +103,7 @@ def materialize(name: str, dest: Path, root: Path = ROOT) -> Path:
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.needs_confinement
 @pytest.mark.parametrize("sharing", ["shared", "isolated"])
 @pytest.mark.parametrize("cheat", GALLERY)
@@ -129,6 +130,7 @@ def test_no_cheating_suite_passes_or_gains_score(cheat, sharing, sampled, tmp_pa
 # ---- where the student's Python lives ---------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_venv_inside_the_checkout_is_seen_by_the_runs_and_the_checkout_is_not():
     # /var/tmp, not pytest's /tmp: a Python under /tmp cannot be confined (next test)
@@ -293,6 +295,7 @@ def _cmdline(pid: int) -> str:
     return _proc(pid, "cmdline").replace(b"\0", b" ").decode(errors="replace").strip()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupting_ol_check_leaves_nothing_behind(signum, code, tmp_path):
     checkout = copy_checkout(tmp_path / "checkout")
@@ -329,6 +332,7 @@ def test_interrupting_ol_check_leaves_nothing_behind(signum, code, tmp_path):
 # ---- portability ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_full_check_with_the_spawn_start_method_grades_as_the_fork_one_does(tmp_path):
     """No fork in the process model (as on macOS and Windows): every run is a
     fresh interpreter.  Same verdicts, the whole mutant set."""
