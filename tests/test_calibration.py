@@ -41,6 +41,14 @@ and the same 5 equivalent set aside).  Unchanged, the suites score a 498/500,
 b 492/500, c 498/500 (before: 474, 468 and 474 of 474), every pitfall caught:
 each misses dynamic's new `r < 4` boundary (`r <= 4`, `r < 5`), which section
 13 now asks for (two pairs are valid).  They pass, so they were not changed.
+
+L7.5 (written from its chapter's sections 11, 13 and 14): a 206/206, b 205/206,
+c 205/206, every pitfall caught by all three.  A weak suite beside them
+(tests/grading_suites/l7-5-weak: multi-head attention only, positions from 0,
+no cache) scores 174/206 = 0.84 and still fails: it misses pitfalls a04 and
+a05, which only grouped heads and offset positions can show.  Unchanged once
+the pitfalls were graded as chaffs around the reference (course/mutants/L7.5/
+chaffs/): a 206/206, b 205/206, c 205/206, weak 174/206 missing a04 and a05.
 """
 
 from __future__ import annotations
@@ -56,7 +64,7 @@ SUITES = ROOT / "tests" / "calibration"
 
 
 # module -> the folder prefix of its honest suites
-SUITE_PREFIX = {"L7.3": "l7-3-suite-", "L7.4": "l7-4-suite-"}
+SUITE_PREFIX = {"L7.3": "l7-3-suite-", "L7.4": "l7-4-suite-", "L7.5": "l7-5-suite-"}
 
 
 @pytest.fixture(scope="module", params=[(m, s) for m in SUITE_PREFIX for s in "abc"], ids=lambda p: f"{p[0]}-{p[1]}")
@@ -97,3 +105,12 @@ def test_honest_student_passes_ol_check(graded):
     name, r = graded
     passed = r.passed is True
     assert passed, explain(name, r)
+
+
+def test_a_weak_attention_suite_fails_on_the_pitfalls_it_cannot_see():
+    r = check_module(ROOT, "L7.5", tests=ROOT / "tests" / "grading_suites" / "l7-5-weak", course_tests=False,
+                     sharing="shared")
+    missed = sorted(p.id for p in r.pitfalls if not p.killed)
+    assert r.reason is None and r.passed is False and missed == ["a04", "a05"], (
+        f"the weak suite must fail on exactly a04 and a05; got passed={r.passed}, missed {missed}, "
+        f"score {r.killed}/{r.counted}, reason {r.reason}")

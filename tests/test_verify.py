@@ -24,14 +24,20 @@ def test_every_module_of_the_course_is_sound(tmp_path):
         assert f"ol verify {module.id}: sound" in r.stdout, explain(r)
     lines = r.stdout.splitlines()
     pitfalls = ("s01", "s02", "s03", "s04", "s05", "s06", "s07",               # L7.3
-                "p01", "p02", "p03", "p04", "p05", "p06", "p07", "p08")       # L7.4
+                "p01", "p02", "p03", "p04", "p05", "p06", "p07", "p08",       # L7.4
+                "a01", "a02", "a03", "a04", "a05", "a06")                     # L7.5
     for pitfall in pitfalls:
         assert any(re.match(rf"\s+ok\s+pitfall {pitfall} fails test_", line) for line in lines), explain(r)
     for warning in ("m07", "m08", "m09", "m10", "m11", "m12"):  # L7.4's chapter warnings (issue 19)
         assert any(re.match(rf"\s+ok\s+misconception {warning} \(a warning of chapter section \d+\) fails test_", line)
                    for line in lines), explain(r)
-    graded = [m.id for m in load_catalog(ROOT).modules if m.grading]
-    assert r.stdout.count("the model answer scores 1.00") == len(graded) == 2, explain(r)
+    graded = [m for m in load_catalog(ROOT).modules if m.grading]
+    assert [m.id for m in graded if m.grading.chaffs is None] == [], "every graded module's pitfalls have chaffs"
+    for pitfall in pitfalls:
+        assert any(re.match(rf"\s+ok\s+chaff {pitfall} fails test_", line) for line in lines), explain(r)
+        assert any(re.match(rf"\s+ok\s+chaff {pitfall} around the reference equals its edit", line)
+                   for line in lines), explain(r)
+    assert r.stdout.count("the model answer scores 1.00") == len(graded) == 3, explain(r)
 
 
 def edit(checkout, path: str, old: str, new: str):

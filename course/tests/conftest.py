@@ -44,6 +44,30 @@ def mrope_hf():
 
 
 @pytest.fixture(scope="session")
+def nn_torch():
+    """The L0.3 golden values from torch (fixtures/L0.3/nn_torch.npz)."""
+    from golden import load_fixture
+
+    return load_fixture(REPO / "fixtures" / "L0.3" / "nn_torch.npz")
+
+
+@pytest.fixture(scope="session")
+def attention_hf():
+    """The L7.5 golden values from Hugging Face's LlamaAttention (fixtures/L7.5/attention_hf.npz)."""
+    from golden import load_fixture
+
+    return load_fixture(REPO / "fixtures" / "L7.5" / "attention_hf.npz")
+
+
+@pytest.fixture(scope="session")
+def llama_hf():
+    """The L7.9 and L8.2 golden values from Hugging Face's LlamaForCausalLM (fixtures/L7.9/llama_hf.npz)."""
+    from golden import load_fixture
+
+    return load_fixture(REPO / "fixtures" / "L7.9" / "llama_hf.npz")
+
+
+@pytest.fixture(scope="session")
 def central_difference():
     """central_difference(loss, x0, eps=1e-6) -> d loss / d x at x0, by
     (loss(x + eps e_i) - loss(x - eps e_i)) / (2 eps) for every entry i, in

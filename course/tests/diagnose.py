@@ -58,6 +58,11 @@ LEFT_OUT = "(The diagnosis left out:"  # opens the line that lists the known mis
 # ---- the mistakes a module's course knows ---------------------------------------------------
 
 
+class NoReference(Exception):
+    """A student kit (ol release) holds no reference of the module: the
+    mistakes, edits of it, cannot be tried."""
+
+
 @dataclass(frozen=True)
 class Mistake:
     """One known mistake, as the reference with its edits applied."""
@@ -88,6 +93,8 @@ class Mistakes:
     def catalog(self) -> tuple[list[Mistake], list[str]]:
         """Every mistake whose edits apply, in file order (pitfalls first), and a
         problem line for each one that does not."""
+        if not self.reference_path.is_file():
+            raise NoReference(f"{self.module}'s reference is not in this student kit")
         reference = self.reference_path.read_text(encoding="utf-8")
         mistakes, problems = [], []
         for kind, filename in MISTAKE_FILES:
@@ -466,6 +473,8 @@ class Expectations:
         lines; if none, "" when quiet, else a line saying so."""
         try:
             reference, variants, problems = self.mistakes.loaded()
+        except NoReference:  # a student kit: the message says what differs, and names no cause
+            return ""
         except Exception as error:  # a missing or broken mistake file must not hide the failure itself
             return f"(No diagnosis: the known mistakes of {self.mistakes.module} could not be read: {error!r}.)"
         file = Path(self.mistakes.target).name

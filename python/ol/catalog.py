@@ -35,7 +35,7 @@ REQUIRED_KEYS = ("id", "title", "rung", "needs", "files", "chapter", "course_tes
 OPTIONAL_KEYS = ("contracts", "starter", "grading")
 GRADING_KEYS = ("threshold", "target", "pitfalls", "equivalent", "alternates",
                 "model_answer", "allowed_imports")
-GRADING_OPTIONAL_KEYS = ("points",)
+GRADING_OPTIONAL_KEYS = ("points", "chaffs")
 # What each part of a grade is worth in an autograder (ol gradescope) unless
 # [module.grading.points] says otherwise.
 DEFAULT_POINTS = {"course_tests": 40.0, "mutation": 50.0, "pitfalls": 10.0}
@@ -69,6 +69,7 @@ class Grading:
     model_answer: str                   # the instructor's own student-style tests
     allowed_imports: tuple[str, ...]    # what the student's tests may import
     points: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_POINTS))  # an autograder's points per part
+    chaffs: str | None = None           # folder of the pitfalls as wrappers of a correct implementation
 
 
 @dataclass(frozen=True)
@@ -285,6 +286,7 @@ def _parse_grading(table, where: str, warnings: list[str]) -> Grading:
         model_answer=_string(table, "model_answer", where),
         allowed_imports=_strings(table, "allowed_imports", where),
         points=points,
+        chaffs=_string(table, "chaffs", where) if "chaffs" in table else None,
     )
 
 

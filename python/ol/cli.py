@@ -27,6 +27,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TextIO
 
+from ol import student_kit
 from ol.catalog import CATALOG_PATH, Catalog, Module, load_catalog
 from ol.errors import OlError
 from ol.exits import ERROR, INTERRUPTED, NOT_PASSED, OK, TERMINATED
@@ -135,6 +136,8 @@ LAZY_VERBS: dict[str, tuple[str, str]] = {
     "verify": ("ol.verify", "instructor: the reference passes, stubs fail, pitfalls are caught"),
     "grade": ("ol.grade.cli", "instructor: grade a folder of submissions (grades.csv, summary.md)"),
     "gradescope": ("ol.grade.gradescope", "instructor: build a Gradescope autograder bundle"),
+    "milestone": ("ol.milestone.cli", "a whole model on your modules: MS-L7 runs SmolLM2-135M against transformers"),
+    "release": ("ol.release", "instructor: write the student kit without the answers (--solutions: add them)"),
 }
 
 
@@ -321,8 +324,12 @@ def _static_findings(ctx: Context, module: Module) -> int:
 def _deps_phrase(ctx: Context, module: Module, ref_deps: bool) -> str:
     if not module.needs:
         return ""
-    closure = ", ".join(m.id for m in ctx.catalog.needs_closure(module))
-    return f", with {closure} from the reference" if ref_deps else f", with your own {closure}"
+    closure = [m.id for m in ctx.catalog.needs_closure(module)]
+    if not ref_deps:
+        return f", with your own {', '.join(closure)}"
+    withheld = [m for m in closure if m in student_kit.withheld(ctx.root)]   # a student kit: yours even so
+    given = ", ".join(m for m in closure if m not in withheld)
+    return f", with {given} from the reference" + (f" and your own {', '.join(withheld)}" if withheld else "")
 
 
 def _record(ctx: Context, module: Module, run: TestRun, ref_deps: bool) -> str | None:
@@ -386,6 +393,12 @@ def _diff_args(parser):
 
 def _diff(args, ctx: Context) -> int:
     module = ctx.module(args.module)
+    if module.id in student_kit.withheld(ctx.root):
+        print(f"ol: diff refused: the reference of {module.id} is not released yet. This is a student kit: your "
+              f"instructor adds it after the deadline (ol release {module.id} --solutions); from then on "
+              f"{ctx.ol} diff {module.id} reruns the course tests and, once they pass, shows your "
+              f"{', '.join('python/' + f for f in module.files)} (-) against the reference (+).", file=ctx.err)
+        return NOT_PASSED
     plan_overlay(ctx.root, module, catalog=ctx.catalog, ref_deps=args.ref_deps)  # NotReady: say why first
     deps = _deps_phrase(ctx, module, args.ref_deps)
     ctx.say(f"ol: running the course tests of {module.id} on your code first{deps} ...")

@@ -6,7 +6,8 @@ ol.pytest_overlay); it never copies or edits a file.
 
     implementation="student"   the module's files from python/ (the student's)
     implementation="reference" the module's files from course/reference/python/
-    ref_deps=True              the needs (transitively) from the reference
+    ref_deps=True              the needs (transitively) from the reference (in a
+                               student kit, a need it withholds from python/)
     sources={name: text}       replacement source for any module (a stub, a
                                mutant), without touching a file
 
@@ -39,6 +40,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ol import student_kit
 from ol.catalog import REFERENCE_TREE, STUDENT_TREE, Catalog, Module, dotted_name, load_catalog
 from ol.errors import OlError
 from ol.native_build import LIBRARY_ENV, build_native, c_files, native_bindings
@@ -275,9 +277,12 @@ def plan_overlay(
         if unstarted:
             raise NotReady(_needs_message(module, closure, unstarted))
 
+    withheld = set(student_kit.withheld(root))   # a student kit: these needs are the student's own
     plan: dict[str, Source] = {}
     for owner in (*closure, module):
-        from_reference = reference or (owner is not module and ref_deps)
+        from_reference = reference or (owner is not module and ref_deps and owner.id not in withheld)
+        if owner is not module and ref_deps and owner.id in withheld:
+            _check_own_need(root, module, owner, sources)
         tree = REFERENCE_TREE if from_reference else STUDENT_TREE
         for name, file in owner.module_names.items():
             path = root / tree / file
@@ -302,6 +307,17 @@ def plan_overlay(
             source = Source.from_text(source, origin=origin)
         plan[name] = source
     return plan
+
+
+def _check_own_need(root: Path, module: Module, need: Module, sources: Mapping) -> None:
+    """In a student kit, a need whose reference is withheld comes from the
+    student's own files even with --ref-deps: they must exist."""
+    missing = [f for f in need.module_names.values() if dotted_name(f) not in sources
+               and not (root / STUDENT_TREE / f).exists()]
+    if missing:
+        raise NotReady(f"{module.id} needs {need.id}, whose reference is not in this student kit (it is graded too), "
+                       f"so --ref-deps takes it from your own {', '.join(STUDENT_TREE + '/' + f for f in missing)}, "
+                       f"which does not exist. Do {need.id} first: ./ol start {need.id} --ref-deps")
 
 
 def child_env(root: str | Path, **extra: str) -> dict[str, str]:

@@ -2,14 +2,17 @@
 
     every module   the reference passes its course tests; a fresh stub (from
                    the contract) fails every one of them
-    graded module  each alternate passes the course tests; each pitfall fails
-                   the course tests it names, and so does each further
-                   mistake the chapter warns against (misconceptions.toml
-                   beside pitfalls.toml: the entries with a `caught_by`); the
-                   model-answer suite grades 1.0 with every pitfall caught;
-                   the reviewed equivalent list still matches what mutmut
-                   generates, and the model answer kills none of them (else
-                   they are not equivalent)
+    graded module  each alternate passes the course tests; each pitfall (its
+                   edits) and its chaff (ol.grading.chaffs) fail the course
+                   tests it names, and so does each further mistake the
+                   chapter warns against (misconceptions.toml beside
+                   pitfalls.toml: the entries with a `caught_by`); around the
+                   reference, each chaff gives what its edits give on every
+                   course-test call where both give a result; the model-answer
+                   suite grades 1.0 with every pitfall caught; the reviewed
+                   equivalent list still matches what mutmut generates, and
+                   the model answer kills none of them (else they are not
+                   equivalent)
 
 A change to the reference that breaks any of this is reported, never
 silently absorbed.  Runs nothing inside the student's tree.
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ol.catalog import REFERENCE_TREE, Module, dotted_name, load_catalog
+from ol.errors import OlError
 from ol.exits import NOT_PASSED, OK
 
 
@@ -90,7 +94,13 @@ def _verify_graded(root: Path, module: Module, result: VerifyResult, workers: in
     stub = Variant("stub", fresh_stubs(root, module)[grading.target], session.reference.origin)
     warnings = _chapter_warnings(root / grading.pitfalls, session.reference.source, result)
     warned = [Variant(f"warning:{entry['id']}", source, session.reference.origin) for entry, source in warnings]
-    variants = [session.reference, stub, *session.alternates, *session.pitfall_variants(), *warned]
+    edits = [Variant(f"edit:{v.key.split(':', 1)[1]}", v.source, v.origin) for v in session.pitfall_edit_variants()]
+    try:
+        chaffs = session.pitfall_variants() if grading.chaffs else []
+    except OlError as error:  # a pitfall without its chaff
+        result.problems.append(str(error))
+        chaffs = []
+    variants = [session.reference, stub, *session.alternates, *edits, *chaffs, *warned]
     with session.engine({}, workers=workers) as engine:
         runs = Grader(session, engine, time_limit=300.0).course_tests_of(variants)
     reference, stub_run = runs.pop("reference"), runs.pop("stub")
@@ -101,18 +111,21 @@ def _verify_graded(root: Path, module: Module, result: VerifyResult, workers: in
         result.check(run.ok, f"alternate {number} ({grading.alternates[number - 1]}) passes the course tests",
                      f"alternate {number} FAILS course tests: {', '.join(run.failed)}")
     for pitfall in session.mutants.pitfalls:
-        run = runs[f"pitfall:{pitfall.id}"]
-        failed = {name.split("[")[0] for name in run.failed}
-        missed = [test for test in pitfall.caught_by if test not in failed]
-        result.check(not missed, f"pitfall {pitfall.id} fails {', '.join(pitfall.caught_by)}",
-                     f"pitfall {pitfall.id} is NOT caught by {', '.join(missed)} (it fails: "
-                     f"{', '.join(sorted(failed)) or 'nothing'})")
+        for key, what in ((f"edit:{pitfall.id}", f"pitfall {pitfall.id}"), (f"pitfall:{pitfall.id}", f"chaff {pitfall.id}")):
+            if key not in runs or (what.startswith("chaff") and not chaffs):
+                continue
+            failed = {name.split("[")[0] for name in runs[key].failed}
+            missed = [test for test in pitfall.caught_by if test not in failed]
+            result.check(not missed, f"{what} fails {', '.join(pitfall.caught_by)}",
+                          f"{what} is NOT caught by {', '.join(missed)} (it fails: {', '.join(sorted(failed)) or 'nothing'})")
     for entry, _ in warnings:
         failed = {name.split("[")[0] for name in runs[f"warning:{entry['id']}"].failed}
         missed = [test for test in entry["caught_by"] if test not in failed]
         said = f"misconception {entry['id']} (a warning of chapter section {entry.get('section', '?')})"
         result.check(not missed, f"{said} fails {', '.join(entry['caught_by'])}",
                      f"{said} is NOT caught by {', '.join(missed)} (it fails: {', '.join(sorted(failed)) or 'nothing'})")
+    if chaffs and not pitfall_errors:
+        _verify_chaffs_mean_their_edits(session, result)
     if pitfall_errors:
         result.problems.append("the model answer is not graded until every pitfall applies to the reference")
     else:
@@ -142,6 +155,20 @@ def _chapter_warnings(pitfalls: Path, reference: str, result: VerifyResult) -> l
         else:
             warnings.append((entry, source))
     return warnings
+
+
+def _verify_chaffs_mean_their_edits(session, result: VerifyResult) -> None:
+    """Around the reference, each chaff gives what its pitfall's edits give on
+    every course-test call where both give a result (ol.grading.chaff_equivalence)."""
+    from ol.grading.chaff_equivalence import compare_chaffs_with_edits
+
+    for pid, comparison in compare_chaffs_with_edits(session.root, session.module.id, session=session).items():
+        skipped = f"; {comparison.one_sided} where only one raised, not compared" if comparison.one_sided else ""
+        result.check(not comparison.problems,
+                     f"chaff {pid} around the reference equals its edit on the course tests' {comparison.compared} "
+                     f"calls with a result and {comparison.both_raised} that raise{skipped}",
+                     f"chaff {pid} around the reference does NOT equal its edit on the course tests' inputs: "
+                     + "; ".join(comparison.problems))
 
 
 def _verify_grading(session, result: VerifyResult, workers: int) -> None:
@@ -184,7 +211,8 @@ def _verify_grading(session, result: VerifyResult, workers: int) -> None:
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Instructor: check a module end to end: the reference passes its course tests, a fresh stub "
-        "fails them, each pitfall fails the tests it names, the model answer grades 1.0, and the "
+        "fails them, each pitfall and its chaff fail the tests it names, each chaff equals its pitfall's "
+        "edits on the course tests' inputs, the model answer grades 1.0, and the "
         "reviewed equivalent mutants still match what mutmut generates. Exit 0 sound, 1 a problem."
     )
     parser.add_argument("module", metavar="MODULE", nargs="?", help="a module id (default: every module)")

@@ -1,13 +1,15 @@
-"""What `ol grade` writes for a class: grades.csv, one JSON per student, and
-summary.md.
+"""What `ol grade` writes for a class: grades.csv, one JSON record per
+student, and summary.md.  The words are the same everywhere, in the README
+too: a student has SUBMITTED; a submission is GRADED (the check gave it a
+score) or NOT GRADED (and the reason says why); a graded one PASSED or NOT
+PASSED (and the reason says why).
 
-    grades.csv     student, passed, score, killed, counted, missed pitfalls,
-                   course tests (passed/total), seconds, error, reason
-    <student>.json the check's own --json, plus "student", "digest" (what
-                   was graded: the files taken and the kit), "ignored" files
-    summary.md     pass rate, a score histogram, the pitfalls most often
-                   missed, the mutants that survive most often (what the class
-                   does not test), and the students whose runs errored
+    grades.csv     CSV_FIELDS, one row per submission, by student name
+    <student>.json the record (ol.grade.outcome says what it holds)
+    summary.md     the counts, the scores, the pitfalls most often missed,
+                   the mutants that survive most often (what the class does
+                   not test), why each not graded one was not, faults of the
+                   grader, and submissions to look at (ol.grade.copies)
 """
 
 from __future__ import annotations
@@ -15,47 +17,47 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from collections import Counter
 from pathlib import Path
 
-CSV_FIELDS = ("student", "passed", "score", "killed", "counted", "missed pitfalls", "course tests", "seconds",
-              "error", "reason")
+from ol.grade.copies import SimilarPair
+from ol.grade.feedback import ROUNDING
+from ol.grade.outcome import NOT_GRADED, NOT_PASSED, PASSED, Outcome
+from ol.grade.points import shown
+
+SUBMITTED, GRADED = "submitted", "graded"
+CSV_FIELDS = ("student", "source", "id", "submitted", "late", "status", "passed", "points", "score", "killed",
+              "counted", "missed pitfalls", "course tests", "seconds", "reason", "error")
 
 
-def row(record: dict) -> dict[str, str]:
-    """One student's line of grades.csv."""
-    course = record.get("course_tests") or {}
-    missed = [p["id"] for p in record.get("pitfalls", []) if not p.get("killed")]
-    score = record.get("score")
+def row(outcome: Outcome, *, student_id: str = "", submitted: str = "", late: str = "") -> dict[str, str]:
+    """One student's line of grades.csv (points and score rounded down, ol.grade.points)."""
     return {
-        "student": record["student"],
-        "passed": "yes" if record.get("passed") else "no",
-        "score": "" if score is None else f"{math.floor(score * 100) / 100:.2f}",
-        "killed": str(record.get("killed", "")) if score is not None else "",
-        "counted": str(record.get("counted", "")) if score is not None else "",
-        "missed pitfalls": " ".join(missed),
-        "course tests": f"{course['passed']}/{course['total']}" if course else "",
-        "seconds": f"{record.get('seconds', 0):.1f}",
-        "error": (record.get("error") or "").replace("\n", " ")[:500],
-        "reason": (record.get("reason") or "").replace("\n", " ")[:300],
+        "student": outcome.student, "source": outcome.source, "id": student_id, "submitted": submitted,
+        "late": late, "status": outcome.status, "passed": "yes" if outcome.status == PASSED else "no",
+        "points": shown(outcome.points.total), "score": shown(outcome.score),
+        "killed": str(outcome.killed) if outcome.graded else "",
+        "counted": str(outcome.counted) if outcome.graded else "",
+        "missed pitfalls": " ".join(outcome.missed),
+        "course tests": f"{outcome.course[0]}/{outcome.course[1]}" if outcome.course else "",
+        "seconds": f"{outcome.seconds:.1f}",
+        "reason": outcome.reason.replace("\n", " ")[:500],
+        "error": outcome.error[:500],
     }
 
 
-def write_csv(records: list[dict], path: Path) -> None:
+def write_csv(rows: list[dict[str, str]], path: Path) -> None:
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
-    for record in sorted(records, key=lambda r: r["student"]):
-        writer.writerow(row(record))
-    path.write_text(buffer.getvalue(), encoding="utf-8")
+    for line in sorted(rows, key=lambda r: r["student"]):
+        writer.writerow(line)
+    _write(path, buffer.getvalue())
 
 
 def write_record(record: dict, folder: Path) -> Path:
     path = folder / f"{record['student']}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=2, sort_keys=True), encoding="utf-8")
-    tmp.replace(path)
+    _write(path, json.dumps(record, indent=2, sort_keys=True))
     return path
 
 
@@ -67,35 +69,75 @@ def read_record(folder: Path, student: str) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
-def summary(module_id: str, records: list[dict]) -> str:
+def counts(outcomes: list[Outcome]) -> dict[str, int]:
+    """submitted, graded, passed, not passed, not graded."""
+    by_status = Counter(o.status for o in outcomes)
+    return {SUBMITTED: len(outcomes), GRADED: by_status[PASSED] + by_status[NOT_PASSED], PASSED: by_status[PASSED],
+            NOT_PASSED: by_status[NOT_PASSED], NOT_GRADED: by_status[NOT_GRADED]}
+
+
+def headline(module_id: str, outcomes: list[Outcome]) -> str:
+    """The one line ol grade prints at the end."""
+    n = counts(outcomes)
+    return (f"ol grade {module_id}: {n[SUBMITTED]} {SUBMITTED}, {n[GRADED]} {GRADED}, {n[PASSED]} {PASSED}, "
+            f"{n[NOT_GRADED]} {NOT_GRADED}")
+
+
+def summary(module_id: str, outcomes: list[Outcome], table: dict[str, float], *, late: int | None = None,
+            deadline: str = "", pairs: list[SimilarPair] = ()) -> str:
     """summary.md's text."""
-    graded = [r for r in records if not r.get("error")]
-    errored = sorted((r for r in records if r.get("error")), key=lambda r: r["student"])
-    passed = [r for r in graded if r.get("passed")]
-    lines = [f"# {module_id}: {len(records)} submissions", ""]
-    share = f"{100 * len(passed) / len(records):.0f}%" if records else "-"
-    lines += [f"- passed: {len(passed)} of {len(records)} ({share})",
-              f"- graded: {len(graded)}; not graded (errors): {len(errored)}", ""]
-    lines += ["## Scores", "", "| score | students | |", "|---|---|---|"]
-    bins = Counter(min(9, int((r["score"] or 0) * 10)) for r in graded if r.get("score") is not None)
-    stopped = sum(1 for r in graded if r.get("score") is None)
+    n = counts(outcomes)
+    graded = [o for o in outcomes if o.graded]
+    lines = [f"# {module_id}: {n[SUBMITTED]} {SUBMITTED}", "",
+             f"- {GRADED}: {n[GRADED]} (the check gave a score)",
+             f"- {PASSED}: {n[PASSED]} of {n[SUBMITTED]} {SUBMITTED}",
+             f"- {NOT_PASSED}: {n[NOT_PASSED]} ({GRADED}; why: grades.csv's reason)",
+             f"- {NOT_GRADED}: {n[NOT_GRADED]} (why: below)"]
+    if late is not None:
+        lines.append(f"- late: {late} (submitted after {deadline})")
+    parts = ", ".join(f"{name.replace('_', ' ')} {float(value):g}" for name, value in table.items())
+    lines += ["", f"Points: {parts}. {ROUNDING}", ""]
+
+    lines += ["## Scores of the graded", "", "| score | students | |", "|---|---|---|"]
+    bins = Counter(min(9, int(o.score * 10)) for o in graded)
     for tenth in range(9, -1, -1):
         label = f"{tenth / 10:.1f}-{(tenth + 1) / 10:.1f}"
         lines.append(f"| {label} | {bins.get(tenth, 0)} | {'#' * bins.get(tenth, 0)} |")
-    if stopped:
-        lines.append(f"| not scored (course tests, rules or a rejected correct implementation) | {stopped} | |")
-    missed = Counter(p["id"] for r in graded for p in r.get("pitfalls", []) if not p.get("killed"))
-    misconception = {p["id"]: p.get("misconception", "") for r in graded for p in r.get("pitfalls", [])}
+
+    missed = Counter(pid for o in graded for pid in o.missed)
+    misconception = {p.id: p.misconception for o in outcomes for p in o.pitfalls}
     lines += ["", "## Pitfalls most often missed", ""]
-    lines += [f"- {pid} missed by {n}: {misconception.get(pid, '')}" for pid, n in missed.most_common()] or ["- none"]
-    survivors = Counter(s["id"] for r in graded for s in r.get("survivors", []))
-    where = {s["id"]: s for r in graded for s in r.get("survivors", [])}
+    lines += [f"- {pid} missed by {count}: {misconception.get(pid, '')}" for pid, count in missed.most_common()] \
+        or ["- none"]
+
+    survivors = Counter(s.id for o in graded for s in o.survivors)
+    where = {s.id: s for o in graded for s in o.survivors}
     lines += ["", "## Mutants that survive most often (what the class does not test)", ""]
-    for mutant, n in survivors.most_common(15):
-        lines.append(f"- {n} students: `{mutant}` in {where[mutant].get('function', '')}")
-        lines += ["", "  ```diff", *("  " + line for line in where[mutant].get("diff", "").splitlines()), "  ```", ""]
+    for mutant, count in survivors.most_common(15):
+        lines.append(f"- {count} students: `{mutant}` in {where[mutant].function}")
+        lines += ["", "  ```diff", *("  " + line for line in where[mutant].diff.splitlines()), "  ```", ""]
     if not survivors:
         lines.append("- none")
-    lines += ["", "## Errors (not graded)", ""]
-    lines += [f"- {r['student']}: {r['error'][:300]}" for r in errored] or ["- none"]
+
+    lines += ["", f"## {NOT_GRADED.capitalize()}: why", ""]
+    lines += [f"- {o.student} ({o.source}): {o.reason}" for o in sorted(outcomes, key=lambda o: o.student)
+              if o.status == NOT_GRADED] or ["- none"]
+    faults = [o for o in outcomes if o.error]
+    if faults:
+        lines += ["", "## Faults of the grader (not the students' work; grade these again)", ""]
+        lines += [f"- {o.student}: {o.error[:300]}" for o in sorted(faults, key=lambda o: o.student)]
+
+    lines += ["", "## Submissions to look at", "",
+              "Code or tests alike after normalisation (names, numbers and strings made equal, comments and "
+              "docstrings dropped, what the starter gives everyone left out; winnowed fingerprints as MOSS "
+              "takes them). Alike is a reason to look, not a verdict.", ""]
+    lines += [f"- {p.first} and {p.second}: {'code' if p.part == 'code' else 'tests'} "
+              + ("identical (the same files)" if p.identical else f"{p.similarity:.0%} alike")
+              for p in pairs] or ["- none"]
     return "\n".join(lines) + "\n"
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

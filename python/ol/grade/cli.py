@@ -3,12 +3,18 @@
     ./ol grade L7.3 submissions/ --out graded/           # one submission at a time
     ./ol grade L7.3 submissions/ --out graded/ --jobs 2  # side by side
     ./ol grade L7.3 submissions/ --ray auto              # on an existing Ray cluster
+    ./ol grade L7.3 submissions/ --manifest ids.csv --deadline 2026-03-01T23:59 --export canvas
+    ./ol grade L7.3 submissions/ --only bob carol         # grade these again, keep the others
 
-Each submission is graded like `ol check MODULE --ref-deps`, isolated and
-confined, in a private copy of the kit (ol.grade.one).  Results go to DIR as
-grades.csv, <student>.json and summary.md (ol.grade.class_report).  A second
-run skips each submission whose files and kit are unchanged, so an
-interrupted grading resumes where it stopped.
+Each submission is read safely (ol.grade.submissions), screened
+(ol.grade.precheck: what can be said without grading), and graded like
+`ol check MODULE --ref-deps`, isolated and confined, in a private copy of
+the kit (ol.grade.one).  Submissions with the same files are graded once.
+Results go to DIR: grades.csv, <student>.json and summary.md
+(ol.grade.class_report), <student>.md and <student>.html (ol.grade.feedback),
+grades-<platform>.csv (ol.grade.gradebook).  A second run keeps each record
+whose files, kit and options are unchanged, so an interrupted grading
+resumes where it stopped; everything else is written again from the records.
 """
 
 from __future__ import annotations
@@ -29,11 +35,14 @@ from ol.grading.cli import _positive_int, _time_limit
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from ol.grade.feedback import DEFAULT_LEVEL, LEVELS
+    from ol.grade.gradebook import EXPORTS
+
     parser.description = (
         "Instructor: grade a folder of submissions (one folder, .zip or .tar.gz per student) by the "
         "module's mutation grade, each in a private, confined copy of the kit. Writes DIR/grades.csv, "
-        "DIR/<student>.json and DIR/summary.md. Exit 0 when every submission has its row (a row may "
-        "hold an error), 2 when grading could not run."
+        "DIR/summary.md, and per student <student>.json, <student>.md and <student>.html. Exit 0 when every "
+        "submission has its row (a row may say it was not graded, and why), 2 when grading could not run."
     )
     parser.add_argument("module", metavar="MODULE", help="a graded module id, e.g. L7.3")
     parser.add_argument("submissions", metavar="SUBMISSIONS", type=Path, help="a folder with one entry per student")
@@ -49,29 +58,55 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="grade each submission as a task on an existing Ray cluster ('auto', or host:port)")
     parser.add_argument("--time-limit", type=_time_limit, default=60.0, metavar="SECONDS",
                         help="a check's time limit for the course tests and a suite on a correct implementation")
+    parser.add_argument("--feedback", choices=LEVELS, default=DEFAULT_LEVEL,
+                        help="what each student is handed back: none (no files), summary (<student>.md: the "
+                             "points, why not a pass, the pitfalls), full (also the diffs of surviving mutants, "
+                             f"the course tests' first failure, and <student>.html; default {DEFAULT_LEVEL})")
+    parser.add_argument("--manifest", type=Path, metavar="CSV", default=None,
+                        help="a CSV with a header entry,id[,name][,submitted]: each entry's student id on your "
+                             "platform, and the time it was submitted (ISO 8601; default: the entry's file time)")
+    parser.add_argument("--deadline", type=_deadline, metavar="TIME", default=None,
+                        help="ISO 8601, e.g. 2026-03-01T23:59 (this machine's time zone unless given): grades.csv "
+                             "says which submissions are late")
+    parser.add_argument("--only", nargs="+", metavar="NAME", default=None,
+                        help="grade these students again (a student name or an entry's name) and keep every other "
+                             "row as it was recorded")
+    parser.add_argument("--export", choices=EXPORTS, default=None,
+                        help="also write DIR/grades-<platform>.csv to upload (needs --manifest for the ids)")
     parser.add_argument("--allow-unconfined", action="store_true",
                         help="grade even where bubblewrap cannot run (the results then say so); by default "
                              "ol grade refuses")
 
 
+def _deadline(text: str):
+    from ol.grade.gradebook import parse_time
+
+    try:
+        return parse_time(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def run(args: argparse.Namespace, ctx) -> int:
-    from ol.grade.class_report import read_record, summary, write_csv, write_record
-    from ol.grade.kit import copy_kit, kit_digest
+    from ol.grade.gradebook import read_manifest
     from ol.grade.submissions import read_submissions
     from ol.grading import confine
-    from ol.grading.mutants import cache_path
-    from ol.grading.session import GradingSession
 
     try:
         module = ctx.module(args.module)
         if module.grading is None:
             raise OlError(f"{module.id} has no graded tests; ol grade grades "
                           f"{', '.join(m.id for m in ctx.catalog.modules if m.grading)}")
+        if args.export and args.manifest is None:
+            raise OlError(f"--export {args.export} needs --manifest CSV: the file that gives each entry's student "
+                          "id on your platform (a header entry,id)")
         confined = confine.bubblewrap()[0]
         if not confined and not args.allow_unconfined:
             raise OlError(f"refusing to grade unconfined: {confine.bubblewrap()[1]}; "
                           "or pass --allow-unconfined where confinement cannot work")
+        manifest = read_manifest(args.manifest) if args.manifest else {}
         submissions = read_submissions(args.submissions, module)
+        only = _only(args.only, submissions)
     except (OlError, FileNotFoundError) as error:
         print(f"ol grade: {error}", file=ctx.err)
         return ERROR
@@ -80,98 +115,210 @@ def run(args: argparse.Namespace, ctx) -> int:
         return ERROR
     out = args.out or args.submissions.parent / f"{args.submissions.name}-graded"
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        records = _grade(args, ctx, module, submissions, only, out, confined)
+    except OlError as error:
+        print(f"ol grade: {error}", file=ctx.err)
+        return ERROR
+    return _report(args, ctx, module, submissions, records, manifest, out)
+
+
+def _only(names: list[str] | None, submissions) -> set[str] | None:
+    """The student names --only asks for (each NAME a student or an entry)."""
+    if names is None:
+        return None
+    by_name = {s.student: s.student for s in submissions} | {s.source: s.student for s in submissions}
+    unknown = [name for name in names if name not in by_name]
+    if unknown:
+        known = ", ".join(sorted(s.student for s in submissions)[:40])
+        raise OlError(f"--only: no submission named {', '.join(unknown)}; the students are: {known}")
+    return {by_name[name] for name in names}
+
+
+def _grade(args, ctx, module, submissions, only, out: Path, confined: bool) -> dict[str, dict]:
+    """{student: record} for every submission: kept, screened out, or graded now."""
+    from ol.grade.class_report import read_record, write_record
+    from ol.grade.kit import kit_digest
+    from ol.grade.one import base_record, not_graded_record
+
     cores = os.cpu_count() or 1
     jobs = args.jobs or max(1, cores // (args.workers or cores))
     workers = args.workers or max(1, cores // jobs) + 1
+    confinement = "confined" if confined else "unconfined"
+    kit_key = hashlib.sha256(f"{kit_digest(ctx.root)} {module.id} {args.time_limit} {confined}".encode()).hexdigest()
+    records: dict[str, dict] = {}
+    groups: dict[str, tuple] = {}        # digest -> (files, [base, ...]): the same files are graded once
+    kept, missing = 0, []
+    for submission in submissions:
+        base, screening = base_record(module, submission, kit_key=kit_key, confinement=confinement)
+        previous = read_record(out, submission.student)
+        if only is not None and submission.student not in only:
+            if previous is not None:
+                records[submission.student] = previous
+            else:
+                missing.append(submission.student)
+        elif only is None and previous is not None and previous.get("digest") == base["digest"]:
+            records[submission.student] = {**previous, **base}     # unchanged since it was graded: keep it
+            kept += 1
+        elif screening.reason is not None:
+            records[submission.student] = not_graded_record(base, screening)
+            write_record(records[submission.student], out)
+        else:
+            groups.setdefault(base["digest"], (submission.files, []))[1].append(base)
+    if missing:
+        print(f"ol grade: not graded yet, left out (run without --only to grade them): {', '.join(missing)}",
+              file=ctx.err)
+    progress = _Progress(len(groups), kept, parallel=jobs, stream=ctx.err)
+
+    def finish(digest: str, result: dict) -> None:
+        for base in groups[digest][1]:
+            record = {**result, **base}
+            write_record(record, out)
+            records[base["student"]] = record
+        progress.done(groups[digest][1][0]["student"], result)
+
+    try:
+        if groups:
+            _run_groups(args, ctx, module, groups, jobs=jobs, workers=workers, confined=confined, finish=finish)
+    finally:
+        progress.close()
+    return records
+
+
+def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, confined: bool, finish) -> None:
+    from ol.grading.mutants import cache_path
+    from ol.grading.session import GradingSession
 
     session = GradingSession(ctx.root, module.id)   # builds the mutant cache once; each copy starts from it
     cache = [cache_path(session.reference.source)]
-    kit = hashlib.sha256(f"{kit_digest(ctx.root)} {module.id} {args.time_limit} {confined}".encode()).hexdigest()
-    records, todo = [], []
-    for submission in submissions:
-        digest = hashlib.sha256(f"{kit} {submission.digest()}".encode()).hexdigest()
-        base = {"student": submission.student, "module": module.id, "digest": digest,
-                "ignored": submission.ignored, "confinement": "confined" if confined else "unconfined"}
-        previous = read_record(out, submission.student)
-        if previous is not None and previous.get("digest") == digest:
-            records.append(previous)                       # unchanged since it was graded: keep it
-        elif submission.error:
-            record = {**base, "passed": False, "score": None, "seconds": 0.0,
-                      "error": f"malformed submission: {submission.error}"}
-            write_record(record, out)
-            records.append(record)
-        else:
-            todo.append((submission, base))
-    progress = _Progress(len(todo), len(submissions) - len(todo), parallel=jobs, stream=ctx.err)
+    if args.ray:
+        from ol.grade.cluster import CACHE, KIT, grade_on_ray
+        from ol.grade.kit import copy_kit
 
-    def finish(base: dict, result: dict) -> None:
-        record = {**result, **base}
-        write_record(record, out)
-        records.append(record)
-        progress.done(record)
+        with tempfile.TemporaryDirectory(prefix="ol-grade-kit-") as staging:
+            copy_kit(ctx.root, Path(staging) / KIT)
+            copy_kit(cache[0].parent, Path(staging) / CACHE, files=[cache[0].name])
+            grade_on_ray(args.ray, Path(staging), Path(staging) / KIT / "python" / "ol", module.id,
+                         [(digest, files) for digest, (files, _) in groups.items()], workers=workers,
+                         time_limit=args.time_limit, confined=confined,
+                         on_done=lambda record: finish(record.pop("student"), record))
+        return
+    from ol.grade.one import grade_one
 
-    try:
-        if args.ray:
-            from ol.grade.cluster import CACHE, KIT, grade_on_ray
+    with tempfile.TemporaryDirectory(prefix="ol-grade-") as scratch, ThreadPoolExecutor(jobs) as pool:
+        def one(files: dict[str, bytes]) -> dict:
+            workdir = Path(tempfile.mkdtemp(dir=scratch, prefix="submission-"))   # never shared, whatever the names
+            return grade_one(ctx.root, module.id, files, workdir=workdir, workers=workers,
+                             time_limit=args.time_limit, mutant_cache=cache, confined=confined)
 
-            with tempfile.TemporaryDirectory(prefix="ol-grade-kit-") as staging:
-                copy_kit(ctx.root, Path(staging) / KIT)
-                copy_kit(cache[0].parent, Path(staging) / CACHE, files=[cache[0].name])
-                bases = {submission.student: base for submission, base in todo}
-                grade_on_ray(args.ray, Path(staging), Path(staging) / KIT / "python" / "ol", module.id,
-                             [(s.student, s.files) for s, _ in todo], workers=workers,
-                             time_limit=args.time_limit, confined=confined,
-                             on_done=lambda record: finish(bases[record["student"]], record))
-        else:
-            from ol.grade.one import grade_one
+        futures = {pool.submit(one, files): digest for digest, (files, _) in groups.items()}
+        for future in as_completed(futures):
+            try:
+                result = future.result()
+            except Exception as error:  # noqa: BLE001 (one submission's fault is its own row, never the class's)
+                result = {"passed": False, "score": None, "seconds": 0.0,
+                          "error": f"the grader failed: {type(error).__name__}: {error}"}
+            finish(futures[future], result)
 
-            with tempfile.TemporaryDirectory(prefix="ol-grade-") as scratch, ThreadPoolExecutor(jobs) as pool:
-                futures = {pool.submit(grade_one, ctx.root, module.id, submission.files,
-                                       workdir=Path(scratch) / submission.student, workers=workers,
-                                       time_limit=args.time_limit, mutant_cache=cache, confined=confined):
-                           base for submission, base in todo}
-                for future in as_completed(futures):
-                    finish(futures[future], future.result())
-    except OlError as error:
-        progress.close()
-        print(f"ol grade: {error}", file=ctx.err)
-        return ERROR
-    progress.close()
-    write_csv(records, out / "grades.csv")
-    (out / "summary.md").write_text(summary(module.id, records), encoding="utf-8")
-    passed = sum(1 for r in records if r.get("passed"))
-    errors = sum(1 for r in records if r.get("error"))
-    print(f"ol grade {module.id}: {len(records)} submissions, {passed} passed, {errors} not graded "
-          f"(errors); results in {out}", file=ctx.out)
+
+def _report(args, ctx, module, submissions, records: dict[str, dict], manifest: dict, out: Path) -> int:
+    """grades.csv, summary.md, the feedback files and the export, all from the records."""
+    from ol.grade.class_report import headline, row, summary, write_csv
+    from ol.grade.copies import similar_pairs
+    from ol.grade.feedback import write_feedback
+    from ol.grade.gradebook import ExportRow, late, shown_time, write_export
+    from ol.grade.kit import catalog_pitfalls, graded_source
+    from ol.grade.outcome import PASSED, read_outcome
+    from ol.grade.points import shown
+
+    table = module.grading.points
+    pitfalls = catalog_pitfalls(ctx.root, module)
+    source, source_path = graded_source(ctx.root, module)
+    rows, outcomes, export = [], [], []
+    entries = {s.student: s for s in submissions}
+    for student, record in sorted(records.items()):
+        outcome = read_outcome(record, table, pitfalls)
+        outcomes.append(outcome)
+        entry = manifest.get(entries[student].source) or manifest.get(student)
+        submitted = entry.submitted if entry and entry.submitted is not None else outcome.submitted
+        is_late = late(submitted, args.deadline)
+        rows.append(row(outcome, student_id=entry.id if entry else "", submitted=shown_time(submitted), late=is_late))
+        if entry:
+            export.append(ExportRow(entry.id, entry.name or student, shown(outcome.points.total),
+                                    f"{float(outcome.points.maximum):g}",
+                                    "yes" if outcome.status == PASSED else "no", is_late))
+        try:
+            write_feedback(outcome, table, args.feedback, out, source, source_path)
+        except OSError as error:
+            print(f"ol grade: could not write {student}'s feedback in {out}: {error.strerror or error}", file=ctx.err)
+    write_csv(rows, out / "grades.csv")
+    texts = {s.student: _texts(module, s) for s in submissions if not s.refused and s.student in records}
+    pairs = similar_pairs(texts, starter=_starter(ctx.root, module))
+    deadline = args.deadline.isoformat(timespec="minutes") if args.deadline else ""
+    late_count = sum(1 for r in rows if r["late"] == "yes") if args.deadline else None
+    (out / "summary.md").write_text(summary(module.id, outcomes, table, late=late_count, deadline=deadline,
+                                            pairs=pairs), encoding="utf-8")
+    if manifest:
+        named = {e.source for e in submissions} | set(entries)
+        unknown = sorted(name for name in manifest if name not in named)
+        if unknown:
+            print(f"ol grade: --manifest lists entries that are not in {args.submissions}: {', '.join(unknown)}",
+                  file=ctx.err)
+        unlisted = sorted(s.source for s in submissions if s.source not in manifest and s.student not in manifest)
+        if unlisted:
+            print(f"ol grade: not in --manifest (no id; left out of any export): {', '.join(unlisted)}", file=ctx.err)
+    if args.export:
+        path = write_export(args.export, export, out / f"grades-{args.export}.csv",
+                            column=f"{module.id} {module.title}")
+        print(f"ol grade: wrote {path} ({len(export)} students)", file=ctx.err)
+    print(f"{headline(module.id, outcomes)}; results in {out}", file=ctx.out)
     return OK
 
 
-class _Progress:
-    """A one-line bar on stderr: students done, and the time left estimated
-    from the mean time per submission so far."""
+def _texts(module, submission) -> dict[str, str]:
+    """The code and the tests of a submission, as text, for the copy finder."""
+    tests = module.student_tests.rstrip("/") + "/"
+    code = [data for path, data in sorted(submission.files.items()) if not path.startswith(tests)]
+    suite = [data for path, data in sorted(submission.files.items()) if path.startswith(tests) and path.endswith(".py")]
+    return {"code": b"\n".join(code).decode("utf-8", "replace"), "tests": b"\n".join(suite).decode("utf-8", "replace")}
 
-    def __init__(self, total: int, skipped: int, parallel: int, stream=sys.stderr, width: int = 30):
-        self.total, self.skipped, self.parallel, self.width = total, skipped, max(1, parallel), width
-        self.stream, self.count, self.seconds = stream, 0, []
+
+def _starter(root: Path, module) -> dict[str, str]:
+    """What `ol start` gives every student: the stubs and the starter test."""
+    from ol.workspace import fresh_stubs, starter_test_text
+
+    try:
+        from ol.catalog import load_catalog
+
+        return {"code": "\n".join(fresh_stubs(root, module).values()),
+                "tests": starter_test_text(root, module, load_catalog(root))}
+    except (OlError, OSError):
+        return {}
+
+
+class _Progress:
+    """A one-line bar on stderr: gradings done, and the time left estimated
+    from the mean time per grading so far."""
+
+    def __init__(self, total: int, kept: int, parallel: int, stream=sys.stderr, width: int = 30):
+        self.total, self.parallel, self.width = total, max(1, parallel), width
+        self.stream, self.count = stream, 0
         self.started = time.monotonic()
         self.active = hasattr(stream, "isatty") and stream.isatty()
-        if skipped:
-            print(f"ol grade: {skipped} submission(s) unchanged since they were graded: kept", file=stream)
+        if kept:
+            print(f"ol grade: {kept} submission(s) unchanged since they were graded: kept", file=stream)
 
-    def done(self, record: dict) -> None:
+    def done(self, student: str, record: dict) -> None:
         self.count += 1
-        self.seconds.append(float(record.get("seconds") or 0.0))
         left = self.total - self.count
-        per = (time.monotonic() - self.started) / self.count
-        eta = per * left
+        eta = (time.monotonic() - self.started) / self.count * left
         filled = int(self.width * self.count / max(self.total, 1))
-        line = (f"\r  grading [{'#' * filled}{'.' * (self.width - filled)}] {self.count}/{self.total} "
-                f"submissions, about {_duration(eta)} left")
         if self.active:
-            self.stream.write(line)
+            self.stream.write(f"\r  grading [{'#' * filled}{'.' * (self.width - filled)}] {self.count}/{self.total} "
+                              f"submissions, about {_duration(eta)} left")
             self.stream.flush()
         else:
-            print(f"ol grade: {record['student']} done ({self.count}/{self.total}, about {_duration(eta)} left)",
+            print(f"ol grade: {student} done ({self.count}/{self.total}, about {_duration(eta)} left)",
                   file=self.stream)
 
     def close(self) -> None:

@@ -3,22 +3,32 @@ what it runs for each submission.
 
 The zip holds what Gradescope's documented layout expects at its root:
 
-    setup.sh         run once as root when Gradescope builds the image (Ubuntu
-                     22.04): Python 3.11, a C compiler and bubblewrap from
-                     Ubuntu's archive, then the kit and its Python packages
-                     from PyPI into /autograder/venv; no other download
-    run_autograder   run for each submission: grades <root>/submission and
-                     writes <root>/results/results.json (--root DIR, default
-                     /autograder; the zip unpacks to <root>/source)
-    autograder.json  the module and the points of each part
-    kit/             the course kit (no student's work)
+    setup.sh           run once, as root, when Gradescope builds the image (Ubuntu
+                       22.04): `setup.sh [--root DIR]` (default /autograder; the
+                       zip is unpacked in DIR/source).  Installs python3.11 from
+                       Ubuntu's archive if there is none (22.04's python3 is 3.10;
+                       the kit needs 3.11, and the system python3 that Gradescope's
+                       own tools use is left alone), bubblewrap and a C compiler;
+                       then DIR/venv holding exactly requirements.lock; then the
+                       module's mutant set, built once
+    run_autograder     run for each submission, after Gradescope copies it to
+                       /autograder/run_autograder: `run_autograder [--root DIR]`.
+                       It finds everything from DIR, never from where it lies, and
+                       writes DIR/results/results.json whatever happens: when
+                       Python cannot start, or is too old, the file says so
+    run_autograder.py  the Python side: kit/python's ol.grade.gradescope
+    requirements.lock  every package a grade needs, at the version installed where
+                       the bundle was built (ol.grade.pins)
+    autograder.json    the module, the points per part, the feedback level
+    kit/               the course kit (no student's work)
 
-results.json (Gradescope's specification): "score", "output", and "tests",
-each with "name", "score", "max_score", "output", "visibility": the course
-tests, the mutation grade of the student's own tests, and one entry per
-pitfall naming its misconception.  Points per part come from the catalog's
-[module.grading.points] (default 40, 50, 10).  A submission that cannot be
-graded still gets a results.json: score 0 and the reason.
+results.json (Gradescope's specification): "score" (the sum of the parts,
+ol.grade.points), "output" (the top line: the verdict, the points and why it
+is not a pass), and "tests": the course tests, the mutation grade and the
+pitfalls, whose maximums always add up to the catalog's total, then one
+entry per pitfall, "Misconception: ... (caught / not caught)", with a status
+and no points.  What the outputs hold follows --feedback (ol.grade.feedback),
+as in `ol grade`.
 """
 
 from __future__ import annotations
@@ -34,38 +44,92 @@ from pathlib import Path
 
 from ol.exits import ERROR, OK
 
+AUTOGRADER_PYTHON = "3.11"      # what setup.sh installs on Ubuntu 22.04, and the lock is made for
+
 SETUP_SH = """\
 #!/usr/bin/env bash
-# Gradescope runs this once, as root, when it builds the autograder image.
+# Gradescope runs this once, as root, when it builds the autograder's image:
+#     setup.sh [--root DIR]      (default /autograder; this bundle is unpacked in DIR/source)
+# 1. python3.11 from Ubuntu's archive when there is none (Ubuntu 22.04's python3 is
+#    3.10; the kit needs 3.11; the system python3, which Gradescope's tools use, stays),
+#    bubblewrap (every run of a student's code is confined in it) and a C compiler;
+# 2. DIR/venv holding exactly source/requirements.lock: no resolution, no build, nothing
+#    newer when PyPI changes; pip check proves the lock complete;
+# 3. the module's mutant set, built once (it depends on the kit alone).
 set -euo pipefail
-apt-get update
-DEBIAN_FRONTEND=noninteractive apt-get install -y python3.11 python3.11-venv python3.11-dev build-essential bubblewrap
-python3.11 -m venv /autograder/venv
-/autograder/venv/bin/python -m pip install --upgrade pip
-/autograder/venv/bin/python -m pip install '/autograder/source/kit[dev]'
-# the mutant set depends only on the kit: build it now, once, not per submission
-/autograder/venv/bin/python /autograder/source/run_autograder.py --prepare
+root=/autograder
+if [ "${1:-}" = "--root" ] && [ -n "${2:-}" ]; then root="$2"; fi
+python=python3.11
+need=()
+if ! command -v "$python" >/dev/null; then need+=(python3.11 python3.11-venv);
+elif ! "$python" -c "import ensurepip, venv" 2>/dev/null; then need+=(python3.11-venv); fi
+command -v bwrap >/dev/null || need+=(bubblewrap)
+command -v cc >/dev/null || need+=(build-essential)
+if [ ${#need[@]} -gt 0 ]; then
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}"
+fi
+"$python" -m venv "$root/venv"
+"$root/venv/bin/python" -m pip install --no-deps --only-binary=:all: --no-input -r "$root/source/requirements.lock"
+"$root/venv/bin/python" -m pip check
+"$root/venv/bin/python" "$root/source/run_autograder.py" --root "$root" --prepare
 """
 
 RUN_AUTOGRADER = """\
 #!/usr/bin/env bash
-# Gradescope runs this for each submission: ./run_autograder [--root DIR] (default /autograder).
-here="$(cd "$(dirname "$0")" && pwd)"
+# Gradescope copies this file to /autograder/run_autograder and runs the copy, once per
+# submission:  run_autograder [--root DIR]   (default /autograder)
+# Everything is found from DIR (DIR/source: this bundle; DIR/venv: what setup.sh made),
+# never from where this file lies; DIR/results/results.json is written whatever happens.
 root=/autograder
 if [ "${1:-}" = "--root" ] && [ -n "${2:-}" ]; then root="$2"; fi
+results="$root/results/results.json"
+mkdir -p "$root/results" && rm -f "$results"
 python="${OL_PYTHON:-$root/venv/bin/python}"
-[ -x "$python" ] || python="$(command -v python3.11 || command -v python3)"
-exec "$python" "$here/run_autograder.py" --root "$root"
+why=""
+if [ -x "$python" ]; then
+    "$python" "$root/source/run_autograder.py" --root "$root"
+    status=$?
+    [ -s "$results" ] || why="its Python stopped (exit $status) before writing the results"
+else
+    why="it is not set up: $python is missing (setup.sh makes it)"
+fi
+if [ -n "$why" ]; then
+    why=${why//\\\\/\\\\\\\\}; why=${why//\\"/\\\\\\"}
+    message="The autograder failed (not your work): $why. Tell your instructor."
+    printf '{"score": 0, "output": "%s", "tests": []}\\n' "$message" > "$results"
+fi
+exit 0
 """
 
 RUN_AUTOGRADER_PY = """\
-# The autograder's entry point: the kit's ol.grade.gradescope.run_autograder.
+# The autograder's entry point: kit/python's ol.grade.gradescope.autograder_main.
+# Written for any Python 3, so that the wrong Python still leaves a results.json saying so.
+import json
+import os
 import sys
-from pathlib import Path
+import traceback
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "kit" / "python"))
-from ol.grade.gradescope import autograder_main  # noqa: E402
+here = os.path.dirname(os.path.abspath(__file__))
+root = sys.argv[sys.argv.index("--root") + 1] if "--root" in sys.argv else "/autograder"
 
+
+def fail(message):
+    os.makedirs(os.path.join(root, "results"), exist_ok=True)
+    with open(os.path.join(root, "results", "results.json"), "w") as results:
+        json.dump({"score": 0, "output": "The autograder failed (not your work): " + message +
+                   " Tell your instructor.", "tests": []}, results)
+
+
+if sys.version_info < (3, 11):
+    fail("it runs on Python %s, and needs 3.11 or newer (setup.sh installs python3.11)." % sys.version.split()[0])
+    sys.exit(0)
+sys.path.insert(0, os.path.join(here, "kit", "python"))
+try:
+    from ol.grade.gradescope import autograder_main
+except BaseException:
+    fail("it cannot load its grader: " + traceback.format_exc()[-2000:])
+    sys.exit(0)
 sys.exit(autograder_main(sys.argv[1:]))
 """
 
@@ -74,11 +138,16 @@ sys.exit(autograder_main(sys.argv[1:]))
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.description = ("Instructor: build a Gradescope autograder (setup.sh, run_autograder and the kit) "
-                          "that grades one module's submissions as ol grade does.")
+    from ol.grade.feedback import DEFAULT_LEVEL, LEVELS
+
+    parser.description = ("Instructor: build a Gradescope autograder (setup.sh, run_autograder, the kit and "
+                          "the exact versions of every package it grades with) that grades one module's "
+                          "submissions as ol grade does.")
     parser.add_argument("module", metavar="MODULE", help="a graded module id, e.g. L7.3")
     parser.add_argument("--out", type=Path, metavar="ZIP", default=Path("autograder.zip"),
                         help="the zip to write (default autograder.zip)")
+    parser.add_argument("--feedback", choices=LEVELS, default=DEFAULT_LEVEL,
+                        help=f"what students see, as ol grade --feedback (default {DEFAULT_LEVEL})")
     parser.add_argument("--allow-unconfined", action="store_true",
                         help="grade even if bubblewrap cannot run in Gradescope's container (results say so)")
 
@@ -91,7 +160,8 @@ def run(args: argparse.Namespace, ctx) -> int:
         if module.grading is None:
             raise OlError(f"{module.id} has no graded tests: an autograder grades "
                           f"{', '.join(m.id for m in ctx.catalog.modules if m.grading)}")
-        path = build_bundle(ctx.root, module.id, args.out, allow_unconfined=args.allow_unconfined)
+        path = build_bundle(ctx.root, module.id, args.out, allow_unconfined=args.allow_unconfined,
+                            feedback=args.feedback)
     except (OlError, OSError) as error:
         print(f"ol gradescope: {error}", file=ctx.err)
         return ERROR
@@ -100,26 +170,30 @@ def run(args: argparse.Namespace, ctx) -> int:
     return OK
 
 
-def build_bundle(root: Path, module_id: str, out: Path, *, allow_unconfined: bool = False) -> Path:
+def build_bundle(root: Path, module_id: str, out: Path, *, allow_unconfined: bool = False,
+                 feedback: str = "full") -> Path:
     from ol.catalog import load_catalog
     from ol.grade.kit import kit_files
+    from ol.grade.pins import lock_file
 
     module = load_catalog(root).get(module_id)
-    config = {"module": module.id, "points": module.grading.points, "allow_unconfined": allow_unconfined}
+    config = {"module": module.id, "points": module.grading.points, "allow_unconfined": allow_unconfined,
+              "feedback": feedback}
+    lock = lock_file(root, AUTOGRADER_PYTHON)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".zip.tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as bundle:
         for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER),
-                           ("run_autograder.py", RUN_AUTOGRADER_PY),
+                           ("run_autograder.py", RUN_AUTOGRADER_PY), ("requirements.lock", lock),
                            ("autograder.json", json.dumps(config, indent=2) + "\n")):
             info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
             info.external_attr = (0o755 if name in ("setup.sh", "run_autograder") else 0o644) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
             bundle.writestr(info, text)
         for name in kit_files(root):
             info = zipfile.ZipInfo(f"kit/{name}", date_time=(2026, 1, 1, 0, 0, 0))
-            mode = (root / name).stat().st_mode & 0o777
-            info.external_attr = mode << 16
+            info.external_attr = ((root / name).stat().st_mode & 0o777) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             bundle.writestr(info, (root / name).read_bytes())
     tmp.replace(out)
@@ -137,102 +211,127 @@ def autograder_main(argv: list[str]) -> int:
     parser.add_argument("--prepare", action="store_true")
     args = parser.parse_args(argv)
     source = Path(__file__).resolve().parents[4]             # <source>/kit/python/ol/grade/gradescope.py
-    config = json.loads((source / "autograder.json").read_text())
     kit = source / "kit"
-    if args.prepare:
-        from ol.grading.session import GradingSession
-
-        GradingSession(kit, config["module"])
-        return OK
     results = args.root / "results" / "results.json"
-    results.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    config: dict = {}
     try:
+        config = json.loads((source / "autograder.json").read_text(encoding="utf-8"))
+        if args.prepare:
+            from ol.grading.session import GradingSession
+
+            GradingSession(kit, config["module"])
+            return OK
         data = grade_submission(kit, config, args.root / "submission")
     except BaseException as error:  # an autograder must always leave results.json behind
-        data = {"score": 0.0, "output": "The autograder failed (not your work): "
-                f"{type(error).__name__}: {error}\n{traceback.format_exc()[-3000:]}", "tests": []}
+        if args.prepare:
+            raise
+        data = crashed(config.get("points"), f"{type(error).__name__}: {error}\n{traceback.format_exc()[-3000:]}")
     data["execution_time"] = round(time.monotonic() - started, 1)
+    results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text(json.dumps(data, indent=2), encoding="utf-8")
     return OK
 
 
+def crashed(table: dict | None, detail: str) -> dict:
+    """results.json when the autograder itself failed: score 0, every part at 0 of its maximum."""
+    output = ("The autograder failed (not your work); tell your instructor.\n\n```\n" + detail.strip() + "\n```")
+    tests = [{"name": _PART_TITLES[part], "score": 0.0, "max_score": float(value), "output": "Not graded.",
+              "output_format": "md", "visibility": "visible", "status": "failed"}
+             for part, value in (table or {}).items() if part in _PART_TITLES]
+    return {"score": 0.0, "output": output, "output_format": "md", "tests": tests}
+
+
 def grade_submission(kit: Path, config: dict, submission: Path) -> dict:
-    """results.json's content for the files in `submission`."""
+    """results.json's content for the files in `submission`, graded as ol grade grades them."""
     from ol.catalog import load_catalog
-    from ol.grade.one import grade_one
-    from ol.grade.submissions import Refused, _read_folder, take
+    from ol.grade.kit import catalog_pitfalls
+    from ol.grade.one import base_record, grade_one, not_graded_record
+    from ol.grade.outcome import read_outcome
+    from ol.grade.precheck import Screening
+    from ol.grade.submissions import read_submission
     from ol.grading import confine
 
     module = load_catalog(kit).get(config["module"])
-    points = config["points"]
-    try:
-        files, ignored = take(_read_folder(submission), module)
-    except Refused as why:
-        return _not_graded(f"Your submission could not be read: it {why}.")
-    if not any(path.endswith(tuple(module.files)) for path in files):
-        return _not_graded(f"Your submission has no {', '.join(module.files)} (expected at python/{module.files[0]} "
-                           f"or at the top level as {Path(module.files[0]).name}).")
+    entry = read_submission(submission, module, student="submission")
     confined = confine.bubblewrap()[0]
-    if not confined and not config.get("allow_unconfined"):
-        return _not_graded("The autograder cannot confine your tests here (bubblewrap does not run), so it "
-                           "refuses to grade; tell your instructor.")
-    with tempfile.TemporaryDirectory(prefix="ol-autograder-") as scratch:
-        record = grade_one(kit, module.id, files, workdir=Path(scratch) / "work", workers=os.cpu_count() or 1,
-                           confined=confined, mutant_cache=sorted((Path.home() / ".cache" / "tinyllm-ol").glob("*.json")))
-    return results_json(record, points, ignored)
+    base, screening = base_record(module, entry, kit_key="gradescope",
+                               confinement="confined" if confined else "unconfined")
+    if screening.reason is None and not confined and not config.get("allow_unconfined"):
+        screening = Screening("the autograder cannot confine your tests here (bubblewrap does not run), so it does "
+                              "not grade them; tell your instructor")
+    if screening.reason is not None:
+        record = not_graded_record(base, screening)
+    else:
+        with tempfile.TemporaryDirectory(prefix="ol-autograder-") as scratch:
+            cache = sorted((Path.home() / ".cache" / "tinyllm-ol").glob("*.json"))
+            record = {**grade_one(kit, module.id, entry.files, workdir=Path(scratch) / "work",
+                                  workers=(os.cpu_count() or 1) + 1, confined=confined, mutant_cache=cache), **base}
+    if record.get("error"):     # Gradescope shows the autograder's stdout to instructors only
+        print(f"ol: the grader failed on this submission (not the student's work): {record['error']}")
+    outcome = read_outcome(record, config["points"], catalog_pitfalls(kit, module))
+    return results_json(outcome, config["points"], config.get("feedback", "full"))
 
 
-def _not_graded(message: str) -> dict:
-    return {"score": 0.0, "output": message, "tests": [
-        {"name": "Submission", "score": 0.0, "max_score": 0.0, "output": message, "visibility": "visible",
-         "status": "failed"}]}
+_PART_TITLES = {"course_tests": "Course tests (your code against Hugging Face's numbers)",
+                "mutation": "Mutation grade (your own tests catch broken copies of the reference)",
+                "pitfalls": "Pitfalls (your tests catch each classic mistake)"}
 
 
-def results_json(record: dict, points: dict, ignored: list[str] = ()) -> dict:
-    """A check's --json as Gradescope's results.json."""
+def results_json(outcome, table: dict[str, float], level: str) -> dict:
+    """An Outcome as Gradescope's results.json: three parts whose maximums add
+    up to the catalog's total, then one line per misconception."""
+    from ol.grade.feedback import ROUNDING, part_lines, pitfall_title, survivors_by_function, top_line
+    from ol.grade.outcome import NOT_GRADED
+
+    lines = {part: what for part, what, _ in part_lines(outcome, table)}
+    said = level != "none"
+    course_detail = said and level == "full" and outcome.status == NOT_GRADED and outcome.reason.startswith(
+        "course tests fail")
+    outputs = {
+        "course_tests": f"{lines['course tests'].capitalize()}." + (_block(outcome.details) if course_detail else ""),
+        "mutation": _mutation_output(outcome, lines["mutation grade"], level, survivors_by_function),
+        "pitfalls": f"{lines['pitfalls'].capitalize()}." if said else "",
+    }
     tests = []
-    course = record.get("course_tests") or {}
-    course_fraction = course["passed"] / course["total"] if course.get("total") else 0.0
-    tests.append({
-        "name": "Course tests (your code against Hugging Face's numbers)",
-        "score": round(points["course_tests"] * course_fraction, 2), "max_score": points["course_tests"],
-        "output": (f"{course.get('passed', 0)} of {course.get('total', 0)} course tests pass."
-                   if course else "The course tests did not run.") + _reason_if(record, "course tests"),
-        "visibility": "visible",
-    })
-    graded = record.get("score") is not None
-    score = record.get("score") or 0.0
-    tests.append({
-        "name": "Mutation grade (your own tests catch broken copies of the reference)",
-        "score": round(points["mutation"] * score, 2), "max_score": points["mutation"],
-        "output": (f"Your tests catch {record['killed']} of {record['counted']} faults (score {score:.2f}, "
-                   f"threshold {record.get('threshold', 0):.2f}); {len(record.get('survivors', []))} "
-                   "generated mutants survive." if graded else "Not graded." + _reason_if(record, "")),
-        "visibility": "visible",
-    })
-    pitfalls = record.get("pitfalls", [])
-    for pitfall in pitfalls:
-        each = points["pitfalls"] / len(pitfalls)
-        tests.append({
-            "name": f"Pitfall {pitfall['id']}: {pitfall['misconception']}",
-            "score": round(each if pitfall["killed"] else 0.0, 4), "max_score": round(each, 4),
-            "output": "Caught by your tests." if pitfall["killed"] else f"Not caught. Symptom: {pitfall['symptom']}",
-            "visibility": "visible",
-        })
-    total = round(sum(test["score"] for test in tests), 2)
-    verdict = "PASSED" if record.get("passed") else "NOT PASSED"
-    output = f"{verdict}: {total:g} of {round(sum(t['max_score'] for t in tests), 2):g} points."
-    if record.get("error"):
-        output += f"\nThe grader could not grade this submission: {record['error']}"
-    if ignored:
-        output += f"\nIgnored (not part of the module): {', '.join(ignored[:20])}"
-    return {"score": total, "output": output, "tests": tests}
+    for part, earned, maximum in outcome.points.parts(table):
+        tests.append({"name": _PART_TITLES[part], "score": float(earned), "max_score": float(maximum),
+                      "output": outputs[part] if said or part == "course_tests" else "", "output_format": "md",
+                      "visibility": "visible"})
+    if said:
+        for pitfall in outcome.pitfalls:
+            tests.append({"name": pitfall_title(pitfall), "status": "passed" if pitfall.caught else "failed",
+                          "output": f"Symptom: {pitfall.symptom}" if pitfall.caught is False else "",
+                          "visibility": "visible"})
+    output = top_line(outcome, level)
+    if said and outcome.details and not course_detail:
+        output += _block(outcome.details if level == "full" else outcome.details[:3])
+    if said and outcome.ignored:
+        output += f"\n\nIgnored (not part of {outcome.module}): {', '.join(outcome.ignored[:20])}"
+    output += f"\n\n{ROUNDING}"
+    data = {"score": float(outcome.points.total), "output": output, "output_format": "md", "tests": tests}
+    if outcome.error:
+        data["extra_data"] = {"grader_error": outcome.error}
+    return data
 
 
-def _reason_if(record: dict, about: str) -> str:
-    reason = record.get("reason") or record.get("error")
-    if not reason or (about and about not in reason):
+def _mutation_output(outcome, line: str, level: str, survivors_by_function) -> str:
+    if level == "none":
         return ""
-    problems = "; ".join(record.get("problems", [])[:10])
-    return f"\n{reason}" + (f": {problems}" if problems else "")
+    if not outcome.graded:
+        return f"Not graded: {outcome.reason}"
+    text = f"{line[0].upper()}{line[1:]}."
+    groups = survivors_by_function(outcome)
+    if groups:
+        text += f"\n\n{len(outcome.survivors)} generated mutants survive (changes none of your tests notices): " + \
+                ", ".join(f"{function} {count}" for function, _, count in groups) + "."
+    if level == "full":
+        for function, shown_here, count in groups:
+            text += f"\n\n**{function}** ({len(shown_here)} of {count} shown):"
+            for survivor in shown_here:
+                text += f"\n\n`{survivor.id}`\n```diff\n{survivor.diff.rstrip()}\n```"
+    return text
+
+
+def _block(lines) -> str:
+    return "\n\n```\n" + "\n".join(lines) + "\n```" if lines else ""

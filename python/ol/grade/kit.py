@@ -49,9 +49,35 @@ def copy_kit(root: Path, dest: Path, files: list[str] | None = None) -> Path:
     return dest
 
 
+GRADE_FILES = ("ol", "pyproject.toml", "setup.py")              # what a grade is computed from: these files,
+GRADE_FOLDERS = ("python/", "course/", "fixtures/")             # and everything in these folders
+
+
 def kit_digest(root: Path) -> str:
-    """sha256 over every kit file (path and bytes): what a grade depends on."""
+    """sha256 over the kit files a grade depends on (path and bytes): the
+    runner, the course and its fixtures; not the documentation, the kit's
+    own tests or its benchmarks, so editing those keeps a class's grades."""
     h = hashlib.sha256()
-    for name in kit_files(root):
+    for name in (n for n in kit_files(root) if n in GRADE_FILES or n.startswith(GRADE_FOLDERS)):
         h.update(name.encode() + b"\0" + hashlib.sha256((Path(root) / name).read_bytes()).digest())
     return h.hexdigest()
+
+
+def catalog_pitfalls(root: Path, module) -> list[dict]:
+    """[{"id", "misconception", "symptom"}] of the module's pitfalls file, in
+    its order: what every report lists, graded or not."""
+    import tomllib
+
+    path = Path(root) / module.grading.pitfalls
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return [{"id": p.get("id", "?"), "misconception": p["misconception"], "symptom": p["symptom"]}
+            for p in data.get("pitfall", [])]
+
+
+def graded_source(root: Path, module) -> tuple[str, str]:
+    """(text, path shown) of the file the module's mutants change: what a
+    report draws its lines from."""
+    from ol.catalog import REFERENCE_TREE
+
+    path = f"{REFERENCE_TREE}/{module.grading.target}"
+    return (Path(root) / path).read_text(encoding="utf-8"), path

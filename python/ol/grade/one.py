@@ -1,7 +1,9 @@
 """Grade one submission: a private copy of the kit, the student's files in it,
 `ol check MODULE --ref-deps --isolated --json` run there.
 
-    record = grade_one(kit, "L7.3", submission.files, workdir=Path(...))
+    base, screening = base_record(module, submission, kit_key="...", confinement="confined")
+    record = grade_one(kit, "L7.3", submission.files, workdir=Path(...))   # when screening.reason is None
+    record = {**record, **base}            # or not_graded_record(base, screening)
 
 The copy has its own mutant cache (seeded with the given cache files, which
 the submission cannot touch: the set depends only on the kit) and its own
@@ -13,6 +15,7 @@ machine and as a Ray task (ol.grade.cluster), so a grade is the same on both.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -21,9 +24,32 @@ import sys
 import time
 from pathlib import Path
 
+from ol.catalog import Module
 from ol.grade.kit import copy_kit
+from ol.grade.precheck import Screening, screen
+from ol.grade.submissions import Submission
 
 SUBMISSION_TIMEOUT = 1200.0   # seconds for one whole check; a check stops its own runs far earlier
+
+
+def base_record(module: Module, submission: Submission, *, kit_key: str, confinement: str) -> tuple[dict, Screening]:
+    """What a record says of a submission besides the check's own result
+    (ol.grade.outcome lists the fields), and what can be said before grading.
+    The digest covers the kit, the options that change a grade and the files,
+    so an unchanged record can be kept."""
+    screening = screen(module, submission)
+    what = submission.digest() if not submission.refused else f"refused {submission.refused}"
+    base = {"student": submission.student, "source": submission.source, "module": module.id,
+            "digest": hashlib.sha256(f"{kit_key} {what}".encode()).hexdigest(),
+            "names": submission.names, "ignored": submission.ignored, "submitted": submission.submitted,
+            "unparsable": screening.unparsable, "no_tests": screening.no_tests, "confinement": confinement}
+    return base, screening
+
+
+def not_graded_record(base: dict, screening: Screening) -> dict:
+    """The record of a submission the check is not run on."""
+    return {**base, "passed": False, "score": None, "seconds": 0.0, "error": None,
+            "not_graded": {"reason": screening.reason, "details": screening.details}}
 
 
 def grade_one(kit: Path, module_id: str, files: dict[str, bytes], *, workdir: Path, workers: int = 2,
@@ -35,10 +61,13 @@ def grade_one(kit: Path, module_id: str, files: dict[str, bytes], *, workdir: Pa
     copy, home, tmp = workdir / "kit", workdir / "home", workdir / "tmp"
     try:
         copy_kit(Path(kit), copy)
-        for path, data in files.items():
-            target = copy / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        try:
+            for path, data in files.items():
+                target = copy / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+        except OSError as error:     # submissions.py refuses what it knows of; the disk may still say no
+            return _error(started, f"could not write the submission's file {path}: {error.strerror or error}")
         for folder in (home, tmp, home / ".cache" / "tinyllm-ol"):
             folder.mkdir(parents=True, exist_ok=True)
         for cached in mutant_cache or ():   # the module's mutant set, built once for the class

@@ -2,224 +2,207 @@
 names, from folders, zips or tarballs, one per student.
 
     submissions = read_submissions(Path("submissions"), module)
-    submissions[0].student, .files, .ignored, .error, .digest()
+    s = submissions[0]
+    s.student     a name unique in the class and safe as a file name
+    s.source      the entry it came from, as it is named in SUBMISSIONS
+    s.files       checkout path -> bytes (python/tinyllm/modern/rope.py, ...)
+    s.names       checkout path -> the file's name in the submission (the student's words)
+    s.ignored     names in the submission that were not taken
+    s.submitted   the entry's time (an archive's own, a folder's newest file), or None
+    s.refused     why the entry could not be taken (the student's words), or None
 
 A submission holds the student's files at their checkout paths
 (python/tinyllm/modern/rope.py, python/tests/l7-3-rope/...), possibly inside
 one top folder, or directly at its root: rope.py beside test_*.py, or beside a
-folder named like the test folder (l7-3-rope/) or tests/.  Everything else is
-listed as ignored.  An archive entry with an absolute path, `..`, a link or a
-device, or an archive that unpacks to more than MAX_BYTES, is refused for that
-student alone (Submission.error), never extracted anywhere.
+folder named like the test folder (l7-3-rope/) or tests/; another .py file
+at the root is taken as a helper only when a test imports it.  Everything else
+is listed as ignored.
+
+Each entry is read by ol.grade.archives, which refuses what cannot be taken
+safely; a refusal, or any other failure to read, is that student's alone
+(`refused`), never the class's.
+
+Names.  A student is named by the entry's name without its archive suffix
+when that name is plain (letters, digits, `._@-`, at most 100 characters),
+unique in the class (ignoring case), and not one of the result files'
+(grades, summary).  Any other entry gets its cleaned name, `+` and 8 hex
+digits of the sha256 of its full name: `bob/` and `bob.zip` become
+`bob+81b637d8` and `bob+e7f62bc2`, and `bob-2.zip` stays `bob-2`.  A plain
+name never holds `+`, so a made name cannot meet a real one, and a name
+depends only on its own entry and whether another entry shares its stem.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
-import io
 import re
-import stat
-import tarfile
-import zipfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ol.catalog import STUDENT_TREE, Module
+from ol.grade.archives import Refused, no_file_is_a_folder, read_entry, shown
 
-MAX_BYTES = 16 << 20
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
-SKIPPED_PARTS = {"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints", "__MACOSX", ".git", ".ol"}
-
-
-class Refused(Exception):
-    """A submission that cannot be taken safely; the message says why."""
+SKIPPED_PARTS = {"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints", "__MACOSX", ".git", ".ol",
+                 ".DS_Store"}
+RESERVED_NAMES = {"grades", "summary"}     # DIR/grades.csv, DIR/summary.md sit beside <student>.md
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,99}")
 
 
 @dataclass
 class Submission:
-    student: str                                    # a name safe for a file: alice, bob.smith
-    source: Path                                    # the folder or archive it came from
-    files: dict[str, bytes] = field(default_factory=dict)   # checkout path -> bytes
+    student: str
+    source: str
+    files: dict[str, bytes] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
     ignored: list[str] = field(default_factory=list)
-    error: str | None = None                        # why it could not be taken
+    submitted: float | None = None
+    refused: str | None = None
 
     def digest(self) -> str:
         """sha256 over the files taken (paths and bytes)."""
         h = hashlib.sha256()
         for path in sorted(self.files):
-            h.update(path.encode() + b"\0" + hashlib.sha256(self.files[path]).digest())
+            h.update(path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(self.files[path]).digest())
         return h.hexdigest()
 
 
 def read_submissions(folder: Path, module: Module) -> list[Submission]:
     """One Submission per entry of `folder` (a folder, a .zip or a .tar.gz),
-    by student name; entries of any other kind are refused by name."""
+    by student name.  Never raises for one entry: what cannot be read is
+    that submission's `refused`."""
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"SUBMISSIONS must be a folder with one entry per student; {folder} is not a folder")
-    submissions, seen = [], {}
-    for entry in sorted(folder.iterdir()):
-        if entry.name.startswith("."):
-            continue
-        student = _student_name(entry)
-        if student in seen:
-            student = f"{student}-{seen[student] + 1}"
-        seen[student] = seen.get(student, 0) + 1
-        submission = Submission(student, entry)
-        try:
-            raw = _read_entry(entry)
-            submission.files, submission.ignored = take(raw, module)
-        except Refused as why:
-            submission.error = f"{entry.name}: {why}"
-        submissions.append(submission)
-    return submissions
+    entries = sorted(e for e in folder.iterdir() if not e.name.startswith(".") and e.name not in SKIPPED_PARTS)
+    names = student_names([e.name for e in entries])
+    return [read_submission(entry, module, names[entry.name]) for entry in entries]
 
 
-def _student_name(entry: Path) -> str:
-    name = entry.name
+def read_submission(entry: Path, module: Module, student: str) -> Submission:
+    submission = Submission(student, shown(entry.name))
+    try:
+        submission.submitted = entry.lstat().st_mtime     # the entry's own time, even if it cannot be read
+        raw, submission.submitted = read_entry(entry)
+        submission.files, submission.names, submission.ignored = take(raw, module)
+    except Refused as why:
+        submission.refused = f"{submission.source} {why}"
+    except OSError as error:     # its own message may hold the instructor's paths: never shown
+        submission.refused = f"{submission.source} could not be read ({error.strerror or type(error).__name__})"
+    except Exception as error:  # noqa: BLE001 (one unreadable entry must never stop the class)
+        submission.refused = f"{submission.source} could not be read ({type(error).__name__})"
+    return submission
+
+
+def student_names(entries: list[str]) -> dict[str, str]:
+    """{entry name: student name}: unique, stable, and a made name never equal
+    to a plain one (the module's docstring says how)."""
+    stems = {entry: _stem(entry) for entry in entries}
+    shared = Counter(stem.lower() for stem in stems.values())
+    names = {}
+    for entry, stem in stems.items():
+        plain = PLAIN_NAME.fullmatch(stem) and shared[stem.lower()] == 1 and stem.lower() not in RESERVED_NAMES
+        names[entry] = stem if plain else _made_name(stem, entry, 8)
+    if len({n.lower() for n in names.values()}) < len(names):       # 8 hex digits met: use 32
+        names = {e: (n if "+" not in n else _made_name(stems[e], e, 32)) for e, n in names.items()}
+    return names
+
+
+def _stem(entry: str) -> str:
     for suffix in ARCHIVE_SUFFIXES:
-        if name.lower().endswith(suffix):
-            name = name[: -len(suffix)]
-            break
-    return re.sub(r"[^A-Za-z0-9._@-]+", "_", name).strip("._") or "student"
+        if entry.lower().endswith(suffix) and len(entry) > len(suffix):
+            return entry[: -len(suffix)]
+    return entry
 
 
-# ---- reading one entry, without ever writing it out ----------------------------------------
-
-
-def _read_entry(entry: Path) -> dict[str, bytes]:
-    """Every regular file of the entry, by its path inside it."""
-    if entry.is_symlink():
-        raise Refused("is a symbolic link; submit a folder or an archive")
-    if entry.is_dir():
-        return _read_folder(entry)
-    name = entry.name.lower()
-    if name.endswith(".zip"):
-        return _read_zip(entry)
-    if name.endswith((".tar.gz", ".tgz")):
-        return _read_tar(entry)
-    raise Refused("is neither a folder, a .zip nor a .tar.gz")
-
-
-def _read_folder(folder: Path) -> dict[str, bytes]:
-    files, total = {}, 0
-    for path in sorted(folder.rglob("*")):
-        relative = path.relative_to(folder).as_posix()
-        if path.is_symlink():
-            raise Refused(f"holds a link ({relative}); submit plain files")
-        if path.is_file():
-            total += path.stat().st_size
-            if total > MAX_BYTES:
-                raise Refused(f"holds more than {MAX_BYTES >> 20} MiB")
-            files[relative] = path.read_bytes()
-    return files
-
-
-def _safe(name: str) -> str:
-    path = PurePosixPath(name.replace("\\", "/"))
-    if path.is_absolute() or name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:", name):
-        raise Refused(f"holds an absolute path ({name})")
-    if ".." in path.parts:
-        raise Refused(f"holds a path that leaves it ({name})")
-    return path.as_posix()
-
-
-def _read_zip(path: Path) -> dict[str, bytes]:
-    try:
-        archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as error:
-        raise Refused(f"is not a readable zip ({error})") from None
-    files, total = {}, 0
-    with archive:
-        for info in archive.infolist():
-            name = _safe(info.filename)
-            mode = info.external_attr >> 16
-            if stat.S_ISLNK(mode):
-                raise Refused(f"holds a link ({info.filename}); submit plain files")
-            if stat.S_IFMT(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):   # no type bits: a plain file
-                raise Refused(f"holds a special file ({info.filename})")
-            if info.is_dir():
-                continue
-            total += info.file_size
-            if total > MAX_BYTES:
-                raise Refused(f"unpacks to more than {MAX_BYTES >> 20} MiB")
-            try:
-                files[name] = archive.read(info)[: MAX_BYTES + 1]
-            except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as error:
-                raise Refused(f"cannot read {info.filename} ({error})") from None
-    return files
-
-
-def _read_tar(path: Path) -> dict[str, bytes]:
-    try:
-        archive = tarfile.open(path, "r:gz")
-    except (tarfile.TarError, OSError) as error:
-        raise Refused(f"is not a readable .tar.gz ({error})") from None
-    files, total = {}, 0
-    with archive:
-        try:
-            for member in archive:
-                name = _safe(member.name)
-                if member.issym() or member.islnk():
-                    raise Refused(f"holds a link ({member.name}); submit plain files")
-                if member.isdir():
-                    continue
-                if not member.isfile():
-                    raise Refused(f"holds a special file ({member.name})")
-                total += member.size
-                if total > MAX_BYTES:
-                    raise Refused(f"unpacks to more than {MAX_BYTES >> 20} MiB")
-                extracted = archive.extractfile(member)
-                files[name] = extracted.read() if extracted else b""
-        except (tarfile.TarError, OSError, EOFError) as error:
-            raise Refused(f"is not a readable .tar.gz ({error})") from None
-    return files
+def _made_name(stem: str, entry: str, digits: int) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9._@-]+", "_", stem).strip("._-")[:60] or "student"
+    return f"{cleaned}+{hashlib.sha256(entry.encode('utf-8', 'surrogateescape')).hexdigest()[:digits]}"
 
 
 # ---- which files are the student's work ------------------------------------------------------
 
 
-def take(raw: dict[str, bytes], module: Module) -> tuple[dict[str, bytes], list[str]]:
-    """(files at their checkout paths, paths ignored) for `module`."""
-    raw = {name: data for name, data in raw.items() if not SKIPPED_PARTS.intersection(PurePosixPath(name).parts)}
-    raw = _without_single_top_folder(raw)
+def take(raw: dict[str, bytes], module: Module) -> tuple[dict[str, bytes], dict[str, str], list[str]]:
+    """(files at their checkout paths, {checkout path: name in the submission},
+    names ignored) for `module`."""
+    kept = {name: name for name in raw if not SKIPPED_PARTS.intersection(PurePosixPath(name).parts)}
+    inside = _inside_single_top_folder(list(kept))        # {name inside: name submitted}
     module_files = {f"{STUDENT_TREE}/{f}" for f in module.files}
     tests = module.student_tests.rstrip("/")
-    taken, ignored = {}, []
-    checkout_layout = any(name in module_files or name.startswith(tests + "/") for name in raw)
+    checkout_layout = any(name in module_files or name.startswith(tests + "/") for name in inside)
     by_basename = {PurePosixPath(f).name: f for f in module_files}
     tests_names = (PurePosixPath(tests).name, "tests")
-    for name, data in sorted(raw.items()):
+    taken: dict[str, str] = {}          # checkout path -> name submitted
+    helpers: dict[str, str] = {}        # top-level .py files a test may import
+    ignored = []
+    for name, submitted in sorted(inside.items()):
         path = PurePosixPath(name)
         if name in module_files or name.startswith(tests + "/"):
-            taken[name] = data
+            target = name
+        elif len(path.parts) == 1 and name in by_basename and by_basename[name] not in inside:
+            target = by_basename[name]            # rope.py at the top, whatever the tests' layout
         elif checkout_layout:
-            ignored.append(name)
-        elif len(path.parts) == 1 and name in by_basename:
-            taken[by_basename[name]] = data
+            target = None
         elif path.parts[0] in tests_names and len(path.parts) > 1:
-            taken[f"{tests}/{PurePosixPath(*path.parts[1:]).as_posix()}"] = data
+            target = f"{tests}/{PurePosixPath(*path.parts[1:]).as_posix()}"
+        elif len(path.parts) == 1 and _is_test_file(name):
+            target = f"{tests}/{name}"
         elif len(path.parts) == 1 and path.suffix == ".py":
-            taken[f"{tests}/{name}"] = data        # test files and helpers beside the module file
+            helpers[name] = submitted
+            continue
         else:
-            ignored.append(name)
-    return taken, ignored
+            target = None
+        if target is None:
+            ignored.append(submitted)
+        elif target in taken:
+            raise Refused(f"holds both {taken[target]} and {submitted}, which are the same file of {module.id} "
+                          f"({target}); keep one")
+        else:
+            taken[target] = submitted
+    wanted = _imported_modules([raw[name] for target, name in taken.items() if target.startswith(tests + "/")])
+    for name, submitted in helpers.items():
+        if PurePosixPath(name).stem in wanted and f"{tests}/{name}" not in taken:
+            taken[f"{tests}/{name}"] = submitted
+        else:
+            ignored.append(submitted)
+    no_file_is_a_folder(dict.fromkeys(taken, b""))
+    ignored += [name for name in raw if name not in kept]
+    return {target: raw[submitted] for target, submitted in taken.items()}, taken, sorted(ignored)
 
 
-def _without_single_top_folder(raw: dict[str, bytes]) -> dict[str, bytes]:
+def _is_test_file(name: str) -> bool:
+    return name == "conftest.py" or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")))
+
+
+def _inside_single_top_folder(names: list[str]) -> dict[str, str]:
     """An archive of one folder (alice/python/...) is read from inside it."""
-    tops = {PurePosixPath(name).parts[0] for name in raw}
-    if len(tops) == 1 and all(len(PurePosixPath(name).parts) > 1 for name in raw):
+    tops = {PurePosixPath(name).parts[0] for name in names}
+    if len(tops) == 1 and all(len(PurePosixPath(name).parts) > 1 for name in names):
         top = tops.pop()
-        if top not in ("python", "tests"):
-            return {PurePosixPath(name).relative_to(top).as_posix(): data for name, data in raw.items()}
-    return raw
+        if top not in (STUDENT_TREE, "tests"):
+            return {PurePosixPath(name).relative_to(top).as_posix(): name for name in names}
+    return {name: name for name in names}
 
 
-def archive_bytes(files: dict[str, bytes]) -> bytes:
-    """The files as a zip (used to ship a submission to a worker)."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in sorted(files.items()):
-            archive.writestr(name, data)
-    return buffer.getvalue()
+def _imported_modules(sources: list[bytes]) -> set[str]:
+    """Top-level module names the given test files import (read, never run):
+    `import helpers`, `from helpers import x`, `from . import helpers`."""
+    wanted: set[str] = set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                wanted.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.module:
+                    wanted.add(node.module.split(".")[0])
+                if node.level:
+                    wanted.update(alias.name for alias in node.names)
+                    wanted.add("__init__")
+    return wanted

@@ -45,6 +45,7 @@ class Survivor:
     id: str
     function: str
     diff: str
+    possibly_equivalent: bool | None = None   # student kit: the course tests miss it too (None: not asked)
 
 
 @dataclass
@@ -71,6 +72,7 @@ class CheckResult:
                                                                  # killed, killed_by (a test id or null), diff
     carried_over: int = 0     # kills taken from the last check (their test files unchanged), not run again
     course_tests_kept: bool = False   # the course tests' pass taken from the last check (the same code)
+    mutants_of: str = "the reference"  # what the mutants change: "your own code" in a student kit (ol.grading.local)
 
 
 def check_module(
@@ -149,7 +151,8 @@ def check_module(
                 if rejected:
                     lines = [f"your test rejects a correct implementation: "
                              f"{', '.join(v.failed) or '(no single test: ' + v.detail + ')'} {v.status} on "
-                             f"{describe(v.key)}" + (f" ({v.detail})" if v.detail and v.failed else "") for v in rejected]
+                             f"{session.describe_variant(v.key) or describe(v.key)}"
+                             + (f" ({v.detail})" if v.detail and v.failed else "") for v in rejected]
                     variant = session.reference if rejected[0].key == "reference" else next(
                         a for a in session.alternates if a.key == rejected[0].key)
                     return stop("your tests fail on a correct implementation", lines, grader.report_on(variant)[-6000:])

@@ -62,6 +62,7 @@ def run(args: argparse.Namespace, ctx) -> int:
     from ol.grading.report import ProgressBar, to_json, to_text
     from ol.grading.session import default_mode
     from ol.state import CHECKED
+    from ol.student_kit import released
 
     try:
         module = ctx.module(args.module)
@@ -76,9 +77,12 @@ def run(args: argparse.Namespace, ctx) -> int:
         try:
             sharing = "isolated" if args.isolated or mode != confine.CONFINED or args.require_confinement else "shared"
             cache = None if sharing == "isolated" or args.fresh else ctx.root / ".ol" / "verdicts" / f"{module.id}.json"
-            result = check_module(ctx.root, module.id, tests=args.tests, ref_deps=args.ref_deps, workers=args.jobs,
-                                  time_limit=args.time_limit, on_event=progress, mode=mode, sharing=sharing,
-                                  verdict_cache=cache)
+            checker = check_module
+            if released(ctx.root, module.id):   # a student kit: graded against your own code (ol.grading.local)
+                from ol.grading.local import check_in_kit as checker
+            result = checker(ctx.root, module.id, tests=args.tests, ref_deps=args.ref_deps, workers=args.jobs,
+                             time_limit=args.time_limit, on_event=progress, mode=mode, sharing=sharing,
+                             verdict_cache=cache)
         finally:
             progress.close()
     except OlError as error:
@@ -103,10 +107,12 @@ def run(args: argparse.Namespace, ctx) -> int:
 def _write_html(ctx, module, result, path: Path, stream) -> None:
     """Write the page for `result` to `path`, and say where it is (on
     `stream`: stderr when stdout holds the JSON)."""
-    from ol.catalog import REFERENCE_TREE
+    from ol.catalog import REFERENCE_TREE, STUDENT_TREE
     from ol.grading.html_report import to_html, write_report
+    from ol.student_kit import released
 
-    source_path = f"{REFERENCE_TREE}/{module.grading.target}"
+    tree = STUDENT_TREE if released(ctx.root, module.id) else REFERENCE_TREE   # the file the mutants change
+    source_path = f"{tree}/{module.grading.target}"
     source = (ctx.root / source_path).read_text(encoding="utf-8")
     write_report(path, to_html(result, source, source_path))
     print(f"The report as a web page: {path.as_uri()}", file=stream)

@@ -156,6 +156,12 @@ class _ArgumentEncoder(Encoder):
         handle = _handle_of(value)
         if handle is not None:
             return {"remote": {"handle": handle}}
+        if dataclasses.is_dataclass(value) and not isinstance(value, type) \
+                and type(value).__module__.startswith("tinyllm."):
+            # a value of another tinyllm module (L7.3's RopeSpec given to L7.5): by its fields
+            fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.init}
+            return {"value": {"class": f"{type(value).__module__}.{type(value).__qualname__}",
+                              "fields": encoder.encode(fields)}}
         return NotImplemented
 
 

@@ -18,7 +18,7 @@ from ol.grading.check import CheckResult
 DEFAULT_MAX_SURVIVORS = 3   # diffs shown per function; --all shows every one
 JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
                "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by",
-               "mutants", "carried_over", "course_tests_kept")
+               "mutants", "carried_over", "course_tests_kept", "mutants_of")
 
 
 def to_json(result: CheckResult) -> str:
@@ -56,7 +56,7 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
         if not pitfall.killed:
             lines.append(_indent(f"symptom: {pitfall.symptom}", 12))
     if result.survivors:
-        lines += [""] + _survivors(result.survivors, max_survivors)
+        lines += [""] + _survivors(result.survivors, max_survivors, result.mutants_of)
     if not result.passed:
         lines.append("")
         missing = [p.id for p in result.pitfalls if not p.killed]
@@ -68,11 +68,21 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
         lines.append("To pass: " + " and ".join(advice) + ". Write a test that fails on the change, then ./ol check again.")
     excluded = result.excluded
     lines.append("")
-    lines.append(
-        f"Not counted: {excluded.get('message_only', 0)} mutants that change only an error message, "
-        f"{excluded.get('equivalent', 0)} reviewed equivalent mutants.  ({result.seconds:.1f} s, "
-        f"{result.confinement or 'confined'})"
-    )
+    timing = f"({result.seconds:.1f} s, {result.confinement or 'confined'})"
+    if _unreviewed(result):
+        possibly = sum(bool(s.possibly_equivalent) for s in result.survivors)
+        lines.append(
+            f"Not counted: {excluded.get('message_only', 0)} mutants that change only an error message.  The "
+            f"mutants are of your own code: nobody has reviewed them for equivalence, so every other one counts"
+            + (f", the {possibly} marked possibly equivalent among them" if possibly else "") + f".  {timing}"
+        )
+        lines.append("This check is feedback: your instructor's grade runs your tests against the reference's "
+                     "reviewed mutants, a second correct implementation and the same pitfalls.")
+    else:
+        lines.append(
+            f"Not counted: {excluded.get('message_only', 0)} mutants that change only an error message, "
+            f"{excluded.get('equivalent', 0)} reviewed equivalent mutants.  {timing}"
+        )
     kept = []
     if result.course_tests_kept:
         kept.append("the course tests' pass (your code is unchanged)")
@@ -90,14 +100,28 @@ def floored(score: float | None) -> str:
     return f"{math.floor(score * 100 + 1e-9) / 100:.2f}"
 
 
-def _survivors(survivors: list, max_survivors: int | None) -> list[str]:
+def _unreviewed(result: CheckResult) -> bool:
+    """The mutants are of the student's own code (a student kit: ol.grading.local)."""
+    return result.mutants_of != CheckResult.mutants_of
+
+
+def _survivors(survivors: list, max_survivors: int | None, mutants_of: str = CheckResult.mutants_of) -> list[str]:
     """Survivors grouped by the function they change, with counts; the first
-    `max_survivors` of each group with their diffs (None: all of them)."""
+    `max_survivors` of each group with their diffs (None: all of them).  A
+    survivor of the student's own code says whether the course tests notice it."""
     groups: dict[str, list] = {}
     for survivor in survivors:
         groups.setdefault(survivor.function, []).append(survivor)
-    lines = [f"Surviving mutants ({len(survivors)}): changes to the reference that none of your tests notices, "
+    lines = [f"Surviving mutants ({len(survivors)}): changes to {mutants_of} that none of your tests notices, "
              "by function:"]
+    if any(s.possibly_equivalent is not None for s in survivors):
+        lines.append("(none is reviewed: \"possibly equivalent\" marks the ones the course tests do not notice "
+                     "either; look at each: it may behave exactly as your code does)")
+    elif mutants_of != CheckResult.mutants_of:
+        from ol.grading.local import MAX_TRIAGED
+
+        lines.append("(none is reviewed, and with this many survivors ol check does not sort out which may be "
+                     f"equivalent to your code: it does so once at most {MAX_TRIAGED} survive)")
     lines += [f"  {len(group):4d}  {function}" for function, group in sorted(groups.items(), key=lambda g: -len(g[1]))]
     hidden = 0
     for function, group in sorted(groups.items(), key=lambda g: -len(g[1])):
@@ -105,11 +129,18 @@ def _survivors(survivors: list, max_survivors: int | None) -> list[str]:
         hidden += len(group) - len(shown)
         lines += ["", f"in {function} ({len(group)}):"]
         for survivor in shown:
-            lines.append(f"  [{survivor.id}]")
+            lines.append(f"  [{survivor.id}]" + _equivalence_note(survivor))
             lines.append(_indent(survivor.diff, 4))
     if hidden:
         lines += ["", f"({hidden} more not shown: ./ol check ... --all shows every one, --max-survivors N more per function)"]
     return lines
+
+
+def _equivalence_note(survivor) -> str:
+    if survivor.possibly_equivalent is None:
+        return ""
+    return ("  possibly equivalent (the course tests do not notice it either)" if survivor.possibly_equivalent
+            else "  the course tests notice it: a real change of behaviour")
 
 
 def _needed(result: CheckResult) -> int:

@@ -14,10 +14,10 @@ What crosses is data (ol.grading.wire): arrays, numbers, strings and their
 containers; a Tensor as its data and requires_grad; an object of a class the
 module defines (a RopeSpec) as a handle the tests' proxy calls through; a
 dataclass of another tinyllm module (L7.4's RopeSpec from L7.3) by its
-fields.  Nothing of the module's code (functions, code objects, sources,
-frames, tracebacks) is ever sent, except that the course tests, which run
-against the student's own code, get the traceback text of an exception
-raised there (tracebacks=True).
+fields, both ways (L7.5 is given one).  Nothing of the module's code
+(functions, code objects, sources, frames, tracebacks) is ever sent, except
+that the course tests, which run against the student's own code, get the
+traceback text of an exception raised there (tracebacks=True).
 
 Only public names (no leading underscore) of the module and of its objects
 can be reached.  A backward pass replays the recorded call on fresh inputs
@@ -331,7 +331,21 @@ class _ArgumentDecoder(Decoder):
             return tensor
         if tag == "remote":
             return self.server.resolve({"handle": body.get("handle")})
+        if tag == "value":
+            return self._dataclass_value(body)
         return NotImplemented
+
+    def _dataclass_value(self, body):
+        """A dataclass of another tinyllm module this side has imported (L7.3's
+        RopeSpec, given to L7.5), built from its fields: its own checks run."""
+        module_name, _, qualname = str(body.get("class")).rpartition(".")
+        cls = getattr(sys.modules.get(module_name), qualname, None)
+        if not (module_name.startswith("tinyllm.") and isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            raise WireError(f"the tests passed a {body.get('class')}, which the code under test cannot rebuild")
+        fields = self.decode(body.get("fields"))
+        if not isinstance(fields, dict) or not all(isinstance(k, str) for k in fields):
+            raise WireError("malformed dataclass value")
+        return cls(**fields)
 
     def still_held(self) -> list[tuple[int, np.ndarray]]:
         """(input number, array) of each input array that lives on once the

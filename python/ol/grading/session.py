@@ -65,13 +65,18 @@ class Variant:
     key: str       # "reference", "alternate:1", "pitfall:s01", "student", or a mutant id
     source: str    # the whole module text
     origin: str    # the path its tracebacks name
+    trusted: bool | None = None   # None: the course's own code, unless the key is "student"
+
+    @property
+    def is_trusted(self) -> bool:
+        """Course code runs as it is; a student's code (their file, or in a
+        student kit every variant made from it) is confined."""
+        return self.key != "student" if self.trusted is None else self.trusted
 
     def request(self, *, modules: dict | None = None, tracebacks: bool = False) -> dict:
-        """What the implementation's side is told to load for one run.  Only
-        the student's own code is confined there; the course's variants are
-        trusted code."""
+        """What the implementation's side is told to load for one run."""
         return {"source": {"source": self.source, "origin": self.origin}, "modules": modules or {},
-                "tracebacks": tracebacks, "trusted": self.key != "student"}
+                "tracebacks": tracebacks, "trusted": self.is_trusted}
 
 
 class GradingSession:
@@ -103,6 +108,17 @@ class GradingSession:
     # ---- the variants --------------------------------------------------------------------
 
     def pitfall_variants(self) -> list[Variant]:
+        """The pitfalls as graded: each one's chaff around the reference when
+        the module has chaffs (ol.grading.chaffs), else each one's edits."""
+        if self.grading.chaffs is None:
+            return self.pitfall_edit_variants()
+        from ol.grading.chaffs import chaff_variants, load_chaffs
+
+        return chaff_variants(load_chaffs(self.root, self.grading, [p.id for p in self.mutants.pitfalls]),
+                              self.reference)
+
+    def pitfall_edit_variants(self) -> list[Variant]:
+        """Each pitfall as the reference with its edits (`ol verify` compares them with the chaffs)."""
         return [Variant(f"pitfall:{p.id}", p.source, self.reference.origin) for p in self.mutants.pitfalls]
 
     def mutant_variants(self, which: str = "counted") -> list[Variant]:
@@ -135,8 +151,16 @@ class GradingSession:
             for depth in range(1, len(parts)):
                 files.setdefault(".".join(parts[:depth]), "/".join(parts[:depth]) + "/__init__.py")
         files.pop(self.target, None)
-        return {name: {"source": _text(self.root / REFERENCE_TREE / file), "origin": f"{REFERENCE_TREE}/{file}"}
-                for name, file in sorted(files.items())}
+        return {name: self._library_entry(file) for name, file in sorted(files.items())}
+
+    def _library_entry(self, file: str) -> dict:
+        """One module of the library: its text and the path its tracebacks name."""
+        return {"source": _text(self.root / REFERENCE_TREE / file), "origin": f"{REFERENCE_TREE}/{file}"}
+
+    @staticmethod
+    def describe_variant(key: str) -> str | None:
+        """How reports name a variant, where this session names it its own way (None: the usual name)."""
+        return None
 
     def suite_path(self, folder: Path) -> str:
         """Where a suite sits in the kit: its path in the checkout (so reports
@@ -211,6 +235,9 @@ class GradingSession:
             digest.update(relative.encode() + b"\0" + (path.read_bytes() if path.is_file() else b""))
         for relative, data in sorted(read_folder(self.root / self.module.course_tests, "").items()):
             digest.update(relative.encode() + b"\0" + data)
+        if self.grading.chaffs is not None and (self.root / self.grading.chaffs).is_dir():
+            for relative, data in sorted(read_folder(self.root / self.grading.chaffs, "").items()):
+                digest.update(relative.encode() + b"\0" + data)
         digest.update(self.reference.source.encode())
         for name, entry in sorted(self.library.items()):
             digest.update(name.encode() + entry["source"].encode())

@@ -1,0 +1,32 @@
+"""Chaff p05: linear scaling multiplies the frequencies by factor.
+
+A wrapper around any correct L7.4 implementation, `correct`: for linear it
+returns the correct result for factor 1 / factor (theta_i / (1 / factor) =
+theta_i * factor).  Everything else is the correct implementation's (the
+pitfall in course/mutants/L7.4/pitfalls.toml).
+"""
+
+import correct
+
+_correct_rope_parameters = correct.rope_parameters  # rope_spec below swaps it out while it runs
+
+
+def rope_parameters(rope_parameters, head_dim, *, seq_len=None, max_position_embeddings=None):
+    result = _correct_rope_parameters(
+        rope_parameters, head_dim, seq_len=seq_len, max_position_embeddings=max_position_embeddings)
+    if rope_parameters.get("rope_type") != "linear":
+        return result
+    inverted = dict(rope_parameters, factor=1 / rope_parameters["factor"])
+    return _correct_rope_parameters(inverted, head_dim, seq_len=seq_len,
+                                    max_position_embeddings=max_position_embeddings)
+
+
+def rope_spec(config, *, seq_len=None):
+    """The correct rope_spec, its numbers computed by rope_parameters above:
+    the correct module's own rope_parameters is swapped for this one while it runs."""
+    correct.rope_parameters = rope_parameters
+    try:
+        return correct.rope_spec(config, seq_len=seq_len)
+    finally:
+        correct.rope_parameters = _correct_rope_parameters
+

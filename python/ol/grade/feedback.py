@@ -1,0 +1,133 @@
+"""What a student is handed back: the same words in <student>.md, in
+<student>.html and on Gradescope.
+
+    --feedback none      the verdict and the points, nothing else; no files
+    --feedback summary   + why it is not a pass, the pitfalls caught and not
+                         caught (by misconception), the surviving mutants counted
+                         per function, the files taken and ignored: <student>.md
+    --feedback full      + the diffs of a few surviving mutants per function
+                         (MAX_SURVIVORS) and the course tests' first failure;
+                         <student>.md and <student>.html (the `ol check --html`
+                         page, drawn by ol.grading.html_report)
+
+    top_line(outcome, "full")        "NOT PASSED: 82.64 of 100 points: score 0.71 below 0.80"
+    write_feedback(outcome, record, "full", folder, source, source_path)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ol.grade.outcome import NOT_GRADED, PASSED, Outcome, check_result
+from ol.grade.points import shown
+
+LEVELS = ("none", "summary", "full")
+DEFAULT_LEVEL = "full"
+MAX_SURVIVORS = 3     # diffs shown per function, as ol check shows by default
+PART_NAMES = {"course_tests": "course tests", "mutation": "mutation grade", "pitfalls": "pitfalls"}
+ROUNDING = "Numbers are rounded down to hundredths: never more than was earned."
+
+
+def top_line(outcome: Outcome, level: str) -> str:
+    """The verdict, the points, and (unless level is none) why it is not a pass."""
+    verdict = outcome.status.upper()
+    line = f"{verdict}: {shown(outcome.points.total)} of {float(outcome.points.maximum):g} points"
+    if outcome.reason and level != "none":
+        line += f": {outcome.reason}"
+    return line
+
+
+def part_lines(outcome: Outcome, table: dict[str, float]) -> list[tuple[str, str, str]]:
+    """(part, what it counts, "points of maximum") for each part of the points."""
+    out = []
+    for part, earned, maximum in outcome.points.parts(table):
+        if part == "course_tests":
+            what = f"{outcome.course[0]} of {outcome.course[1]} pass" if outcome.course else "did not run"
+        elif part == "mutation":
+            what = (f"score {shown(outcome.score)}: your tests catch {outcome.killed} of {outcome.counted} faults "
+                    f"(to pass: {outcome.threshold:.2f} and every pitfall)" if outcome.graded else "not graded")
+        else:
+            caught = sum(1 for p in outcome.pitfalls if p.caught)
+            what = f"{caught} of {len(outcome.pitfalls)} caught" if outcome.graded else "not graded"
+        out.append((PART_NAMES[part], what, f"{shown(earned)} of {float(maximum):g}"))
+    return out
+
+
+def pitfall_title(pitfall) -> str:
+    state = "not graded" if pitfall.caught is None else "caught" if pitfall.caught else "not caught"
+    return f"Misconception: {pitfall.misconception.rstrip('.')} ({state})"
+
+
+def survivors_by_function(outcome: Outcome, limit: int | None = MAX_SURVIVORS) -> list[tuple[str, list, int]]:
+    """(function, survivors shown, how many survive there), most survivors first."""
+    groups: dict[str, list] = {}
+    for survivor in outcome.survivors:
+        groups.setdefault(survivor.function, []).append(survivor)
+    ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+    return [(function, group if limit is None else group[:limit], len(group)) for function, group in ordered]
+
+
+def markdown(outcome: Outcome, table: dict[str, float], level: str) -> str:
+    """<student>.md: short enough to paste into an email."""
+    lines = [f"# {outcome.module}: {outcome.student}", "", f"**{top_line(outcome, level)}**", ""]
+    lines += ["| part | | points |", "|---|---|---|"]
+    lines += [f"| {part} | {what} | {pts} |" for part, what, pts in part_lines(outcome, table)]
+    lines += [f"| total | | {shown(outcome.points.total)} of {float(outcome.points.maximum):g} |", "", ROUNDING, ""]
+    if level == "none":
+        return "\n".join(lines)
+    if outcome.status != PASSED:
+        lines += ["## Why it is not a pass" if outcome.status != NOT_GRADED else "## Why it was not graded", "",
+                  outcome.reason, ""]
+        details = outcome.details if level == "full" else outcome.details[:3]
+        if details:
+            lines += ["```", *details, "```", ""]
+        if level == "full" and outcome.suite_output:
+            lines += ["Your tests on that correct implementation (pytest's report, its end):", "", "```",
+                      *outcome.suite_output.rstrip().splitlines()[-40:], "```", ""]
+    if outcome.pitfalls:
+        lines += ["## Pitfalls (each one must be caught)", ""]
+        for pitfall in outcome.pitfalls:
+            lines.append(f"- {pitfall_title(pitfall)}" + (f" Symptom: {pitfall.symptom}" if pitfall.caught is False
+                                                           else ""))
+        lines.append("")
+    if outcome.survivors:
+        groups = survivors_by_function(outcome, MAX_SURVIVORS if level == "full" else 0)
+        lines += ["## Surviving mutants", "",
+                  f"{len(outcome.survivors)} changes to the reference that none of your tests notices, "
+                  "by function:", ""]
+        lines += [f"- {function}: {count}" for function, _, count in groups]
+        lines.append("")
+        for function, shown_here, count in groups:
+            if shown_here:
+                lines += [f"### {function} ({len(shown_here)} of {count} shown)", ""]
+                for survivor in shown_here:
+                    lines += [f"`{survivor.id}`", "", "```diff", survivor.diff.rstrip(), "```", ""]
+    lines += ["## Files", ""]
+    names = outcome.record.get("names") or {}
+    lines += [f"- graded: {', '.join(sorted(names.values())) or 'none'}",
+              f"- ignored (not part of {outcome.module}): {', '.join(outcome.ignored) or 'none'}", ""]
+    return "\n".join(lines)
+
+
+def write_feedback(outcome: Outcome, table: dict[str, float], level: str, folder: Path, source: str,
+                   source_path: str) -> list[Path]:
+    """<student>.md (summary, full) and <student>.html (full) in `folder`;
+    source is the graded reference file's text, shown as source_path."""
+    from ol.grading.html_report import to_html, write_report
+
+    text, page = folder / f"{outcome.student}.md", folder / f"{outcome.student}.html"
+    for stale in ([text] if level == "none" else []) + ([page] if level != "full" else []):
+        stale.unlink(missing_ok=True)       # an earlier run's, at a level that handed back more
+    if level == "none":
+        return []
+    _write(text, markdown(outcome, table, level))
+    if level == "summary":
+        return [text]
+    write_report(page, to_html(check_result(outcome), source, source_path))
+    return [text, page]
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

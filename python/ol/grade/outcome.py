@@ -1,0 +1,251 @@
+"""One graded submission as the class's reports read it: the only place in
+ol.grade that reads the fields of a check's `--json` record
+(ol.grading.check.CheckResult, ol.grading.report.JSON_FIELDS).
+
+    outcome = read_outcome(record, module_points, catalog_pitfalls)
+    outcome.status      PASSED, NOT_PASSED or NOT_GRADED
+    outcome.reason      why it is not a pass, in one line of the student's words ("" when passed)
+    outcome.details     lines that explain the reason (the course tests' first failure, ...)
+    outcome.points      ol.grade.points.Points (the same rule for grades.csv and Gradescope)
+    check_result(outcome)           the record as a CheckResult, for ol.grading.html_report
+
+A record is the check's --json as it is, plus what ol.grade adds (written by
+ol.grade.one and ol.grade.cli):
+
+    student, source, digest   who, from which entry, what was graded
+    names                     checkout path -> the file's name in the submission
+    ignored                   names in the submission that were not taken
+    submitted                 the entry's own time (seconds since the epoch) or null
+    not_graded                {"reason", "details"} when the check was not run (ol.grade.precheck)
+    unparsable                test files that do not parse: [{"file", "problem"}]
+    no_tests                  what to say when no test file was taken (ol.grade.precheck)
+    error                     a fault of the grader (not the student's): why, for the instructor
+
+Every text shown to a student goes through `in_student_words`: a checkout
+path becomes the name the student gave the file, and no path of the grader's
+machine is left.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from ol.grade.points import Points, points, shown
+
+PASSED, NOT_PASSED, NOT_GRADED = "passed", "not passed", "not graded"
+FIRST_FAILURE_LINES = 12      # lines of the course tests' first failure kept
+
+
+@dataclass(frozen=True)
+class PitfallLine:
+    id: str
+    misconception: str
+    symptom: str
+    caught: bool | None       # None: the suite was not graded, so not run on it
+
+
+@dataclass(frozen=True)
+class SurvivorLine:
+    id: str
+    function: str
+    diff: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    student: str
+    source: str
+    module: str
+    status: str
+    reason: str
+    details: tuple[str, ...]
+    points: Points
+    score: Fraction | None
+    killed: int
+    counted: int
+    threshold: float
+    course: tuple[int, int] | None          # (passed, total) when the course tests ran
+    pitfalls: tuple[PitfallLine, ...]
+    survivors: tuple[SurvivorLine, ...]
+    suite_output: str                        # pytest's report of the suite on a correct implementation it rejects
+    ignored: tuple[str, ...]
+    submitted: float | None
+    seconds: float
+    error: str                               # a fault of the grader, for the instructor ("" when none)
+    confinement: str
+    record: dict = field(default_factory=dict, compare=False, repr=False)   # what it was read from
+
+    @property
+    def graded(self) -> bool:
+        return self.status != NOT_GRADED
+
+    @property
+    def missed(self) -> list[str]:
+        return [p.id for p in self.pitfalls if p.caught is False]
+
+
+def read_outcome(record: dict, table: dict[str, float], catalog_pitfalls: list[dict]) -> Outcome:
+    """The record as an Outcome.  table: the module's points per part;
+    catalog_pitfalls: [{"id", "misconception", "symptom"}] from the catalog,
+    so that a submission the check stopped early still lists every pitfall."""
+    names = record.get("names") or {}
+    course = record.get("course_tests") or None
+    course_pair = (int(course["passed"]), int(course["total"])) if course and course.get("total") else None
+    not_graded = record.get("not_graded")
+    error = record.get("error") or ""
+    graded = not not_graded and not error and record.get("score") is not None
+    killed, counted = int(record.get("killed") or 0), int(record.get("counted") or 0)
+    score = Fraction(killed, counted) if graded and counted else (Fraction(1) if graded else None)
+    by_id = {p["id"]: p for p in record.get("pitfalls") or []}
+    pitfalls = tuple(PitfallLine(p["id"], p["misconception"], p["symptom"],
+                                 bool(by_id[p["id"]]["killed"]) if graded and p["id"] in by_id else None)
+                     for p in (catalog_pitfalls or list(by_id.values())))
+    caught = sum(1 for p in pitfalls if p.caught)
+    status = NOT_GRADED if not graded else PASSED if record.get("passed") else NOT_PASSED
+    threshold = float(record.get("threshold") or 0.0)
+    if status == NOT_GRADED:
+        reason, details = _not_graded(record, names, error)
+    elif status == NOT_PASSED:
+        reason, details = _not_passed(score, threshold, pitfalls), ()
+    else:
+        reason, details = "", ()
+    return Outcome(
+        student=record["student"], source=record.get("source") or record["student"],
+        module=record.get("module", ""), status=status, reason=in_student_words(reason, names),
+        details=tuple(in_student_words(line, names) for line in details),
+        points=points(table, course=course_pair, score=score, pitfalls=(caught, len(pitfalls)) if graded else None),
+        score=score, killed=killed if graded else 0, counted=counted if graded else 0, threshold=threshold,
+        course=course_pair, pitfalls=pitfalls,
+        survivors=tuple(SurvivorLine(s["id"], s["function"], s["diff"]) for s in record.get("survivors") or [])
+        if graded else (),
+        suite_output=in_student_words(record.get("output") or "", names) if _rejected(record) else "",
+        ignored=tuple(record.get("ignored") or ()), submitted=record.get("submitted"),
+        seconds=float(record.get("seconds") or 0.0), error=error.replace("\n", " "),
+        confinement=record.get("confinement") or "", record=record,
+    )
+
+
+def in_student_words(text: str, names: dict[str, str]) -> str:
+    """`text` with every checkout path named as the student named the file,
+    and no absolute path of a kit copy (…/kit/python/... becomes python/...)."""
+    text = re.sub(r"(?:/[^\s/:'\"()\[\]]+)*/kit/", "", text)
+    for path in sorted(names, key=len, reverse=True):
+        text = text.replace(path, names[path])
+    return text
+
+
+def _not_passed(score: Fraction, threshold: float, pitfalls: tuple[PitfallLine, ...]) -> str:
+    parts = []
+    if float(score) < threshold:
+        parts.append(f"score {shown(score)} below {threshold:.2f}")
+    missed = [p.id for p in pitfalls if p.caught is False]
+    if missed:
+        parts.append(f"pitfall{'s' if len(missed) > 1 else ''} {', '.join(missed)} not caught")
+    return "; ".join(parts) or "not passed"
+
+
+def _rejected(record: dict) -> bool:
+    return (record.get("reason") or "").startswith("your tests fail on a correct implementation")
+
+
+def _not_graded(record: dict, names: dict[str, str], error: str) -> tuple[str, tuple[str, ...]]:
+    """Why the check gave no score, from what it recorded."""
+    if record.get("not_graded"):
+        entry = record["not_graded"]
+        return entry["reason"], tuple(entry.get("details") or ())
+    if error:
+        return ("the grader could not grade this submission (a fault of the grader, not of your work); "
+                "your instructor has the details"), ()
+    reason = record.get("reason") or "not graded"
+    problems = [str(p) for p in record.get("problems") or []]
+    module = record.get("module", "")
+    if reason.startswith("course tests fail on your code"):
+        return _course_failure(record, problems, module)
+    if reason.startswith("your tests do things graded tests may not"):
+        unparsable = record.get("unparsable") or []
+        if unparsable:
+            first = unparsable[0]
+            return (f"your test file does not parse: {first['file']} {first['problem']}",
+                    tuple(f"{u['file']} {u['problem']}" for u in unparsable))
+        return (f"your tests do things graded tests may not, so they were not run: {_location(problems[0])}"
+                if problems else reason), tuple(_location(p) for p in problems)
+    if _rejected(record):
+        lines = tuple(_location(p.removeprefix("your test rejects a correct implementation: ")) for p in problems)
+        tests = list(dict.fromkeys(m.rstrip("):,") for p in problems for m in re.findall(r"[\w./-]+\.py::[^\s)]+", p)))
+        limit = next((m.group(1) for p in problems for m in [re.search(r"timeout .*after ([\d.]+) s", p)] if m), None)
+        said = reason.replace("fail", "time out", 1) + f" ({float(limit):g} s)" if limit else reason
+        return (f"{said}: {', '.join(tests[:3])}" if tests else said), lines
+    if record.get("no_tests") and (reason.startswith("no test folder") or "found no tests" in " ".join(problems)):
+        return record["no_tests"], ()
+    first = " ".join(problems[:2]) if problems and problems[0].endswith(":") else (problems[0] if problems else "")
+    return (f"{reason}: {first}" if first else reason), tuple(problems)
+
+
+def _location(problem: str) -> str:
+    """"python/tests/x/test_a.py:12: message" as "test_a.py line 12: message"
+    (the path itself is mapped to the student's name by in_student_words)."""
+    return re.sub(r"^(\S+\.py):(\d+): ", r"\1 line \2: ", problem)
+
+
+def _course_failure(record: dict, failed: list[str], module: str) -> tuple[str, tuple[str, ...]]:
+    course = record.get("course_tests") or {}
+    total = course.get("total") or 0
+    lines = first_failure(record.get("output") or "")
+    head = f"course tests fail on your code: {len(failed)} of {total} fail" if total else \
+        "course tests fail on your code"
+    if not lines:      # no report: they took too long, or pytest did not run
+        return (f"{head}: {failed[0]}" if failed else head), (f"./ol tests {module} --ref-deps runs them",)
+    diagnosis = next((line for line in lines if "(pitfall " in line or "(misconception " in line), None)
+    first = failed[0] if failed else "?"
+    summary = diagnosis or lines[0]
+    return (f"{head}; first, {first}: {summary}",
+            (f"the first failure ({first}):", *lines, f"./ol tests {module} --ref-deps runs them on your code"))
+
+
+def first_failure(output: str) -> list[str]:
+    """The assertion lines (pytest's `E` lines) of the first failure in a
+    pytest report, without tracebacks of the code under test."""
+    lines, inside = [], False
+    for line in output.splitlines():
+        if re.match(r"^_{3,} .+ _{3,}$", line):
+            if inside:
+                break
+            inside = True
+            continue
+        if inside and line.startswith("E "):
+            text = line[1:].strip()
+            if text.startswith(("Raised in the code under test", "Traceback (most recent call last)")):
+                break
+            if text:
+                lines.append(text.removeprefix("Failed: "))
+            if len(lines) >= FIRST_FAILURE_LINES:
+                break
+    return lines
+
+
+def check_result(outcome: Outcome):
+    """The record as ol.grading.check's CheckResult (what html_report draws),
+    in the student's words; a submission the check never saw is one the page
+    shows as not graded, with the reason."""
+    from ol.grading.check import CheckResult, PitfallOutcome, Survivor
+
+    record = outcome.record
+    names = record.get("names") or {}
+    words = lambda text: in_student_words(text, names) if text else text   # noqa: E731
+    result = CheckResult(module=outcome.module, threshold=outcome.threshold,
+                         reason=outcome.reason if not outcome.graded else None,
+                         problems=list(outcome.details), output=outcome.suite_output,
+                         seconds=outcome.seconds, confinement=outcome.confinement)
+    if not outcome.graded:
+        return result
+    result.passed, result.score = outcome.status == PASSED, float(outcome.score)
+    result.killed, result.counted = outcome.killed, outcome.counted
+    result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(p.caught)) for p in outcome.pitfalls]
+    result.survivors = [Survivor(s.id, s.function, s.diff) for s in outcome.survivors]
+    result.excluded = dict(record.get("excluded") or {})
+    result.course_tests = dict(record.get("course_tests") or {})
+    result.killed_by = {key: words(test) for key, test in (record.get("killed_by") or {}).items()}
+    result.mutants = [{**m, "killed_by": words(m.get("killed_by"))} for m in record.get("mutants") or []]
+    return result
