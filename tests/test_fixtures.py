@@ -54,6 +54,7 @@ def test_oracle_regenerates_the_committed_arrays_exactly(regenerated):
     )
 
 
+@pytest.mark.slow
 def test_oracle_regenerates_the_committed_provenance(regenerated):
     # "environment" (python, numpy, CPU) is recorded but not part of the fixture's identity;
     # the arrays' sha256 are, so this also catches a changed value.
