@@ -106,3 +106,19 @@ def virtual_environment(folder: Path) -> Path:
     adds = "; ".join(f"site.addsitedir({f!r})" for f in folders if os.path.isdir(f))
     Path(purelib, "kit-tests-packages.pth").write_text(f"import site; {adds}\n")
     return python
+
+
+def run_probe(where: Path, python: Path | str, probe: str, **env: str) -> subprocess.CompletedProcess:
+    """pytest -rs, run by `python`, on a test file holding `probe` beside copies
+    of the kit's tests/conftest.py and pyproject.toml (at where/kit): what the
+    kit's own markers and hooks make of it.  CI is unset unless given."""
+    kit = where / "kit"
+    (kit / "tests").mkdir(parents=True)
+    shutil.copy2(ROOT / "pyproject.toml", kit)
+    shutil.copy2(ROOT / "tests" / "conftest.py", kit / "tests")
+    (kit / "tests" / "test_probe.py").write_text(probe)
+    environment = {name: value for name, value in os.environ.items() if name != "CI"}
+    environment.update(PYTHONPATH=str(ROOT / "python"), **env)  # the ol of the conftest under test
+    return subprocess.run([str(python), "-m", "pytest", "-rs", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           "tests/test_probe.py"], cwd=kit, env=environment, capture_output=True, text=True,
+                          timeout=120)

@@ -4,20 +4,19 @@ that names it; in CI, or without bubblewrap, they fail instead, so that a
 skip never hides a missing dependency.
 
 Each test runs pytest on a probe beside copies of the kit's conftest.py and
-pyproject.toml, with the Python and environment of the case."""
+pyproject.toml (kit.run_probe), with the Python and environment of the case."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from kit import ROOT, explain, virtual_environment
+from kit import explain, run_probe, virtual_environment
 
 PROBE = """\
 import pytest
@@ -38,31 +37,18 @@ def test_needs_no_confinement():
 """
 
 
-def run_probe(where: Path, python: Path | str, **env: str) -> subprocess.CompletedProcess:
-    kit = where / "kit"
-    (kit / "tests").mkdir(parents=True)
-    shutil.copy2(ROOT / "pyproject.toml", kit)
-    shutil.copy2(ROOT / "tests" / "conftest.py", kit / "tests")
-    (kit / "tests" / "test_probe.py").write_text(PROBE)
-    environment = {name: value for name, value in os.environ.items() if name != "CI"}
-    environment.update(PYTHONPATH=str(ROOT / "python"), **env)  # the ol of the conftest under test
-    return subprocess.run([str(python), "-m", "pytest", "-rs", "-p", "no:cacheprovider", "-p", "no:randomly",
-                           "tests/test_probe.py"], cwd=kit, env=environment, capture_output=True, text=True,
-                          timeout=120)
-
-
 def test_a_python_under_tmp_skips_them_for_one_reason_and_ci_fails_them():
     scratch = Path(tempfile.mkdtemp(prefix="ol-python-", dir="/tmp"))  # not --basetemp's: it must be /tmp
     try:
         python = virtual_environment(scratch / "venv")
 
-        r = run_probe(scratch / "locally", python)
+        r = run_probe(scratch / "locally", python, PROBE)
         assert r.returncode == 0 and "1 passed, 2 skipped" in r.stdout, explain(r)
         skips = [line for line in r.stdout.splitlines() if line.startswith("SKIPPED")]
         assert len(skips) == 1 and skips[0].startswith("SKIPPED [2] "), explain(r)
         assert "installed under /tmp" in skips[0] and str(scratch / "venv") in skips[0], explain(r)
 
-        r = run_probe(scratch / "in-ci", python, CI="true")
+        r = run_probe(scratch / "in-ci", python, PROBE, CI="true")
         assert r.returncode == 1 and "1 passed, 2 errors" in r.stdout, explain(r)
         assert "installed under /tmp" in r.stdout and "CI skips none" in r.stdout and "SKIPPED" not in r.stdout
     finally:
@@ -71,7 +57,7 @@ def test_a_python_under_tmp_skips_them_for_one_reason_and_ci_fails_them():
 
 @pytest.mark.needs_confinement  # this Python, outside /tmp: only the missing bwrap stops confinement
 def test_without_bubblewrap_they_fail_and_say_what_to_install(tmp_path):
-    r = run_probe(tmp_path, sys.executable, PATH="/nonexistent-bin:" + os.path.dirname(sys.executable))
+    r = run_probe(tmp_path, sys.executable, PROBE, PATH="/nonexistent-bin:" + os.path.dirname(sys.executable))
     assert r.returncode == 1 and "1 passed, 2 errors" in r.stdout and "SKIPPED" not in r.stdout, explain(r)
     assert "bubblewrap (bwrap) is not installed" in r.stdout and "tests/setup.sh installs bubblewrap" in r.stdout
     assert "-m 'not needs_confinement' runs the rest" in r.stdout, explain(r)
