@@ -107,6 +107,7 @@ def test_honest_student_passes_ol_check(graded):
     assert passed, explain(name, r)
 
 
+@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_weak_attention_suite_fails_on_the_pitfalls_it_cannot_see():
     r = check_module(ROOT, "L7.5", tests=ROOT / "tests" / "grading_suites" / "l7-5-weak", course_tests=False,

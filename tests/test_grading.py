@@ -392,6 +392,7 @@ def test_a_test_file_that_is_not_utf8_is_named_not_a_traceback(finished_checkout
     assert any("test_latin1.py:1: is not UTF-8 text" in line for line in json.loads(r.stdout)["problems"]), r.stdout
 
 
+@pytest.mark.slow
 def test_a_broken_state_file_loses_no_result(finished_checkout):
     checkout, elsewhere = finished_checkout
     student_tests(checkout, {p.name: p.read_text() for p in MODEL_ANSWER.glob("*.py")})
