@@ -120,7 +120,7 @@ def test_the_kit_is_its_own_repository_and_holds_no_file_of_the_answers(kit):
 @pytest.mark.slow
 def test_the_scan_finds_no_answer_in_the_kit_and_one_planted_in_a_chapter(kit, tmp_path):
     withheld = [CATALOG.get(m) for m in MODULES]
-    leaks, public = scan_kit(ROOT, kit.root, CATALOG, withheld)
+    leaks, public = scan_kit(ROOT, kit.root, withheld)
     assert leaks == [], leaks
     assert set(public) <= {f"{REFERENCE_TREE}/tinyllm/modern/rope_scaling.py"}, public   # the course tests' ladder
 
@@ -132,7 +132,7 @@ def test_the_scan_finds_no_answer_in_the_kit_and_one_planted_in_a_chapter(kit, t
     chapter = copy / CATALOG.get("L7.3").chapter
     chapter.write_text(chapter.read_text() + "\n\n## A worked solution\n\n```python\n" + planted + "\n```\n")
     files = [str(p.relative_to(copy)) for p in copy.rglob("*") if p.is_file()]
-    leaks, _ = scan_kit(ROOT, copy, CATALOG, withheld, files)
+    leaks, _ = scan_kit(ROOT, copy, withheld, files)
     assert [(leak.path, leak.original) for leak in leaks] == [(CATALOG.get("L7.3").chapter, "apply_rope")], leaks
 
 
@@ -228,5 +228,5 @@ def test_diff_refuses_until_the_solutions_are_released(kit):
     assert r.returncode == 0 and "identical to the reference" in r.stdout, explain(r)
     r = kit.ol("diff", "L7.4", "--ref-deps")
     assert r.returncode == 1 and "reference of L7.4 is not released yet" in r.stderr, explain(r)
-    leaks, _ = scan_kit(ROOT, kit.root, CATALOG, [CATALOG.get("L7.4")])
+    leaks, _ = scan_kit(ROOT, kit.root, [CATALOG.get("L7.4")])
     assert leaks == [], leaks   # the student's copies under python/ are not the kit's files

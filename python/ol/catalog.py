@@ -160,13 +160,6 @@ class Catalog:
         visit(module)
         return tuple(order)
 
-    def owner_of(self, name: str) -> Module | None:
-        """The module whose files define the dotted module `name`, if any."""
-        for module in self.modules:
-            if name in module.module_names:
-                return module
-        return None
-
 
 def load_catalog(root: str | Path) -> Catalog:
     """Read and check <root>/course/catalog.toml.
