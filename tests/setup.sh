@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Install everything the kit's tests need, into the current Python:
-# Debian's bubblewrap (ol check confines every graded run in it) and chromium
-# (the browser test of ol check --html drives it with playwright; no browser
-# is ever downloaded), the package with its dev, oracle, cluster and browser extras
-# (pip builds the C kernel), physicsnemo for the L7.3x oracle, and SmolLM2-135M's
-# checkpoint for MS-L7.
+# Debian's bubblewrap (ol check confines every graded run in it), libseccomp2
+# (pyseccomp, in the dev extra, loads Docker's default profile over it for the
+# tests of the namespace-less mode) and chromium (the browser test of ol check
+# --html drives it with playwright; no browser is ever downloaded), the package
+# with its dev, oracle, cluster and browser extras (pip builds the C kernel),
+# physicsnemo for the L7.3x oracle, and SmolLM2-135M's checkpoint for MS-L7.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
 command -v bwrap >/dev/null || missing+=(bubblewrap)
+ldconfig -p 2>/dev/null | grep 'libseccomp\.so\.2' >/dev/null || missing+=(libseccomp2)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
     sudo=""

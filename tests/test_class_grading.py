@@ -790,7 +790,8 @@ def gradescope_root(tmp_path_factory):
             done
             """))
         (fake / "apt-get").chmod(0o755)
-        (fake / "bash").symlink_to(shutil.which("bash"))
+        for tool in ("bash", "chmod"):   # Ubuntu's own, as on Gradescope's image
+            (fake / tool).symlink_to(shutil.which(tool))
         home = root / "home"
         home.mkdir()
         env = {"PATH": str(fake), "HOME": str(home), "LANG": "C.UTF-8"}
@@ -803,13 +804,14 @@ def gradescope_root(tmp_path_factory):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def play(root: Path, home: Path, files: dict[str, bytes], env: dict | None = None) -> dict:
+def play(root: Path, home: Path, files: dict[str, bytes], env: dict | None = None, under: list[str] = ()) -> dict:
     """One submission as Gradescope grades it: <root>/submission, the copy of
-    run_autograder at <root> run from <root>, results.json read back."""
+    run_autograder at <root> run from <root> (through the command `under`, as
+    tests/docker_default.py), results.json read back."""
     shutil.rmtree(root / "submission", ignore_errors=True)
     write_folder(root / "submission", files)
     env = env or dict(os.environ, HOME=str(home))
-    done = subprocess.run([str(root / "run_autograder"), "--root", str(root)], cwd=root, env=env,
+    done = subprocess.run([*under, str(root / "run_autograder"), "--root", str(root)], cwd=root, env=env,
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     data = json.loads((root / "results" / "results.json").read_text())
@@ -881,3 +883,49 @@ def test_gradescope_writes_results_whatever_happens(gradescope_root, tmp_path):
         (root / "autograder.json.away").rename(config)
     assert crashed["score"] == 0 and "The autograder failed (not your work)" in crashed["output"]
     assert "FileNotFoundError" in crashed["output"]
+
+
+def test_gradescope_where_namespaces_are_refused(gradescope_root, tmp_path):
+    """The bundle as Gradescope runs it in a container with Docker's default
+    profile (tests/docker_default.py: root, namespaces refused; bubblewrap
+    cannot start).  The autograder confines each run as a user of its own
+    and says so in results.json: the honest submission gets full marks;
+    every cheat of the gallery (the keyring ones and the results.json
+    forger among them) passes nothing and gains nothing; no run writes into
+    results/, and no process, file or key of a run is left.  Graded against
+    every 20th mutant (and every pitfall), as the gallery is."""
+    import test_trust as trust
+
+    root, _, home = gradescope_root
+    caches = sorted((home / ".cache" / "tinyllm-ol").glob("mutants-*.json"))
+    assert caches, "setup.sh built no mutant set"
+    saved = {path: path.read_bytes() for path in caches}
+    before_keys = trust.vote_keys()
+
+    def graded(files: dict[str, bytes]) -> dict:
+        data = play(root, home, files, under=trust.DOCKER_DEFAULT)
+        assert data["extra_data"]["confinement"] == "confined-by-uid", data
+        assert "(confined-by-uid:" in data["output"], data["output"][-500:]
+        assert sorted(p.name for p in (root / "results").iterdir()) == ["results.json"], "a run wrote into results/"
+        assert "ol-cheat-forged-results" not in json.dumps(data)
+        assert not trust.run_users(), [trust._cmdline(p) for p in trust.run_users()]
+        assert not trust.files_of_run_users("/tmp", "/var/tmp", "/dev/shm", str(root)), "files of a run's user left"
+        return data
+
+    try:
+        for path in caches:
+            path.write_text(json.dumps(json.loads(saved[path])[::20]))
+        honest = graded({"rope.py": REFERENCE_ROPE.read_bytes(),
+                         **{p.name: p.read_bytes() for p in MODEL_ANSWER.glob("*.py")}})
+        assert honest["score"] == 100.0 and honest["output"].startswith("PASSED"), honest["output"][:2000]
+        for cheat in trust.GALLERY:
+            folder = trust.materialize(cheat, tmp_path / "cheats", results=root / "results")
+            data = graded({ROPE: REFERENCE_ROPE.read_bytes(), **suite_files(folder)})
+            assert data["output"].startswith(("NOT PASSED", "NOT GRADED")), (cheat, data["output"][:2000])
+            mutation = data["tests"][1]
+            assert mutation["score"] <= trust.MAX_CHEAT_SCORE * mutation["max_score"], (cheat, mutation)
+            trust.assert_nothing_left(cheat)
+    finally:
+        for path, data in saved.items():
+            path.write_bytes(data)
+    assert trust.vote_keys() == before_keys, "a run left a key in the kernel's keyrings"

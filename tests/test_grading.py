@@ -140,6 +140,23 @@ def test_a_variant_that_hangs_or_kills_its_process_counts_as_caught(tmp_path):
     assert verdicts["exits"].killed and verdicts["exits"].failed[0].endswith("test_hand_example")
 
 
+def test_only_the_courses_own_code_killed_unasked_is_a_fault_of_the_grader():
+    """SIGKILL of a process serving the course's code (nobody asked) is the
+    grader's fault; of one serving the student's code (their rope.py, or in
+    a student kit the "reference" and mutants made of it) it is behaviour."""
+    from ol.grading.engine import Outcome
+    from ol.grading.session import GradingFault
+
+    killed = Outcome(1, exit=1, impl_exit=128 + 9)
+    for untrusted in (Variant("student", "", "rope.py"), Variant("reference", "", "rope.py", trusted=False),
+                      Variant("mutant-1", "", "rope.py", trusted=False)):
+        Grader._check_implementation(untrusted, killed)
+    for course in (Variant("reference", "", "rope.py"), Variant("alternate:1", "", "rope.py")):
+        with pytest.raises(GradingFault, match="internal fault of the grader"):
+            Grader._check_implementation(course, killed)
+    Grader._check_implementation(Variant("reference", "", "rope.py"), dataclasses.replace(killed, impl_stopped=True))
+
+
 @pytest.mark.needs_confinement
 def test_runs_cannot_reach_the_repository_nor_start_what_outlives_them(tmp_path):
     target = ROOT / "python" / "tinyllm" / "__init__.py"

@@ -7,9 +7,24 @@ gives the process model and the threat model these tests hold it to).
                  or gains score, in the local check (shared collection) or the
                  instructor's (isolated runs); none changes a file outside
                  its own folder; no process of theirs outlives the check.
+    state        no run reads or changes the grader's own session keyring,
+                 nor leaves a key for a later run; the instructor's checkout
+                 (on sys.path through an editable install's .pth file) is out
+                 of reach in `ol grade`.
     faults       a crashing collector, a crashing warm process, a killed
                  implementation process, SIGINT and SIGTERM: exit 2 or 130/143,
-                 no score, nothing left behind.
+                 no score, nothing left behind.  Whatever bytes a run writes
+                 to its report (fuzzed) cost only that run.
+    resources    a run that forks to allocate past its memory bound is
+                 killed, and the host never loses more than the bound; a CPU
+                 hog beside a check changes no verdict.
+    two checks   a check's runs cannot reach another's through their users
+                 (a range of run users per check).
+    no namespaces  as root in Docker's default seccomp profile (simulated:
+                 tests/docker_default.py), the gallery and `ol grade` still
+                 confine every run (by uid): no pass, no gain, nothing left.
+                 `ol grade` gives the gallery nothing in either mode (the
+                 Gradescope bundle: tests/test_class_grading.py).
     portability  one full check with the spawn start method (no fork in the
                  process model) grades as the fork one does.
 
@@ -21,24 +36,33 @@ sample is enough, and the full set would make it minutes longer.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import hashlib
 import json
 import os
+import platform
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kit import (ROOT, copy_checkout, explain, kill_group, processes_with, run_ol, sigint_as_at_a_terminal,
                  snapshot, virtual_environment)
+from ol.grading import confine, protocol
 from ol.grading.check import check_module
-from ol.grading.session import GradingFault, GradingSession
+from ol.grading.engine import Run
+from ol.grading.protocol import RunRequest
+from ol.grading.session import GradingFault, GradingSession, Variant
+from ol.grading.stages import Grader
 from reference import reference_modules
 
 CHEATS = ROOT / "tests" / "grading_suites" / "cheats"
@@ -59,6 +83,9 @@ STOPPED_BY_THE_STATIC_CHECK = {
 
 
 def test_the_gallery_covers_every_class_of_the_threat_model():
+    for cheat in ("vote-through-the-keyring", "vote-through-the-session-keyring", "read-the-graders-keyring",
+                  "instructors-rope-through-sys-path", "rewrite-the-autograders-results"):
+        assert cheat in GALLERY, cheat
     assert len(GALLERY) >= 25
     docs = " ".join((CHEATS / name / "test_cheat.py").read_text().split('"""')[1] for name in GALLERY)
     for kind in ("Forged verdicts", "Telling mutants apart without calling them", "Around the allow-list",
@@ -66,14 +93,18 @@ def test_the_gallery_covers_every_class_of_the_threat_model():
         assert kind in docs, f"no cheat of the class {kind!r}"
 
 
-@pytest.fixture(scope="module")
-def sampled():
-    """L7.3's grading session with every pitfall and a spread of the counted
-    mutants; the repository's files before the gallery runs."""
+def sampled_session() -> GradingSession:
+    """L7.3's grading session with every pitfall and a spread of the counted mutants."""
     session = GradingSession(ROOT, "L7.3")
     session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::20])
+    return session
+
+
+@pytest.fixture(scope="module")
+def sampled():
+    """sampled_session(); the repository's files before the gallery runs."""
     before = repository_files()
-    yield session
+    yield sampled_session()
     assert repository_files() == before, "a cheating suite changed a file of the repository"
 
 
@@ -81,13 +112,15 @@ def repository_files() -> dict[str, str]:
     return snapshot(ROOT, skip=(".git", ".ol", ".pytest_cache", ".hypothesis", "build"))
 
 
-def materialize(name: str, dest: Path, root: Path = ROOT) -> Path:
+def materialize(name: str, dest: Path, root: Path = ROOT, results: Path | None = None) -> Path:
     """The cheat's folder, its placeholders filled: where the repository (root)
     and the home folder are, the reference's fingerprint, renamed copies of
-    the course's implementations."""
+    the course's implementations, the folder of the autograder's results.json
+    (results: where a kit test plays Gradescope; by default the repository,
+    where a file the cheat writes is a canary)."""
     rope, alternate = reference_modules("tinyllm.modern.rope")[0], ROOT / "course/reference/alternates/L7.3/rope.py"
     values = {
-        "__ROOT__": str(root), "__HOME__": os.path.expanduser("~"),
+        "__ROOT__": str(root), "__HOME__": os.path.expanduser("~"), "__RESULTS__": str(results or root),
         "__REFERENCE_FINGERPRINT__": hashlib.sha256(rope.apply_rope.__code__.co_code).hexdigest(),
         "__REFERENCE_COPY__": (ROOT / "course/reference/python/tinyllm/modern/rope.py").read_text()
         .replace("def rope_cos_sin", "def my_cos_sin").replace("def apply_rope", "def my_apply"),
@@ -112,19 +145,147 @@ def test_no_cheating_suite_passes_or_gains_score(cheat, sharing, sampled, tmp_pa
     own_files = snapshot(folder)
     result = check_module(ROOT, "L7.3", tests=folder, course_tests=False, session=sampled, sharing=sharing,
                           time_limit=8, workers=2)
-    assert not result.passed, f"{cheat} passed ({sharing})"
-    assert result.reason is not None or result.score <= MAX_CHEAT_SCORE, (
-        f"{cheat} scored {result.score:.2f} ({result.killed}/{result.counted}) in the {sharing} check")
-    if cheat in STOPPED_BY_THE_STATIC_CHECK:
-        assert result.reason == STATIC_REASON, (cheat, result.reason)
-        assert any(STOPPED_BY_THE_STATIC_CHECK[cheat] in line for line in result.problems), result.problems
-    else:
-        assert result.reason != STATIC_REASON, f"{cheat} should get past the static check: {result.problems}"
+    assert_stopped(cheat, sharing, result)
     assert snapshot(folder) == own_files or cheat.startswith("counter"), "the kit's copy is read-only to runs"
+    assert_nothing_left(cheat)
+
+
+def assert_stopped(cheat: str, mode: str, result) -> None:
+    """No pass, no gain; stopped by the static check exactly where a reader
+    of source can see the cheat."""
+    result = result if isinstance(result, dict) else dataclasses.asdict(result)
+    assert not result["passed"], f"{cheat} passed ({mode})"
+    if result.get("not_graded"):    # ol grade screened it out before any check (ol.grade.precheck)
+        return
+    assert result["reason"] is not None or result["score"] <= MAX_CHEAT_SCORE, (
+        f"{cheat} scored {result['score']:.2f} ({result['killed']}/{result['counted']}) in the {mode} check")
+    if cheat in STOPPED_BY_THE_STATIC_CHECK:
+        assert result["reason"] == STATIC_REASON, (cheat, result["reason"])
+        assert any(STOPPED_BY_THE_STATIC_CHECK[cheat] in line for line in result["problems"]), result["problems"]
+    else:
+        assert result["reason"] != STATIC_REASON, f"{cheat} should get past the static check: {result['problems']}"
+
+
+def assert_nothing_left(cheat: str) -> None:
     for canary in CANARIES:
         assert not (ROOT / canary).exists(), f"{cheat} wrote into the repository"
     for marker in ESCAPEE_MARKERS:
         assert not processes_with(marker), f"a process of {cheat} outlived the check"
+    groups = list(Path("/sys/fs/cgroup").glob(f"*/**/ol-run-{os.getpid()}-*"))
+    assert not groups, f"memory groups of {cheat}'s check were left: {groups}"
+
+
+# ---- no state between runs, nothing of the grader's -----------------------------------------
+
+KEYCTL_NUMBERS = {"x86_64": (248, 250), "aarch64": (217, 219)}   # add_key, keyctl
+KEY_SPEC_SESSION_KEYRING, KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_READ = -3, 1, 11
+SECRET = b"the instructor's API token"
+
+
+def keyctl(*args) -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc.syscall(KEYCTL_NUMBERS[platform.machine()][1], *args)
+
+
+def session_keys() -> dict[int, bytes]:
+    """{serial: payload} of the keys in this process's session keyring."""
+    serials = (ctypes.c_int32 * 256)()
+    size = keyctl(KEYCTL_READ, KEY_SPEC_SESSION_KEYRING, serials, ctypes.sizeof(serials))
+    assert size >= 0, os.strerror(ctypes.get_errno())
+    keys = {}
+    for serial in serials[: size // 4]:
+        payload = ctypes.create_string_buffer(4096)
+        length = keyctl(KEYCTL_READ, serial, payload, 4096)
+        keys[serial] = payload.raw[:length]
+    return keys
+
+
+def vote_keys() -> list[str]:
+    """The descriptions of keys named by the keyring cheats that /proc/keys
+    shows this (root) process: a key a run opened to everyone shows here."""
+    return [w for w in Path("/proc/keys").read_text().split() if w.startswith(("ol-vote-", "ol-planted"))]
+
+
+@pytest.fixture
+def graders_secret():
+    """This process in a session keyring of its own (as pam_keyinit gives a
+    login session) holding a secret, as an instructor's might."""
+    named = keyctl(KEYCTL_JOIN_SESSION_KEYRING, b"ol-kit-test-grader-session")
+    assert named > 0, os.strerror(ctypes.get_errno())
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    serial = libc.syscall(KEYCTL_NUMBERS[platform.machine()][0], b"user", b"instructor-secret", SECRET,
+                          len(SECRET), KEY_SPEC_SESSION_KEYRING)
+    assert serial > 0, os.strerror(ctypes.get_errno())
+    yield serial
+    keyctl(KEYCTL_JOIN_SESSION_KEYRING, None)   # a fresh anonymous one: the named one is released
+
+
+KEYRING_CHEATS = ("read-the-graders-keyring", "vote-through-the-session-keyring", "vote-through-the-keyring")
+
+
+@pytest.mark.parametrize("sharing", ["shared", "isolated"])
+def test_no_run_reads_or_changes_the_graders_keyring_or_leaves_a_key(sharing, graders_secret, sampled, tmp_path):
+    """The grader runs in a session keyring holding a secret.  A suite that
+    passes only if it reads a key there is rejected (it read nothing), the
+    keyring holds the secret alone and unchanged afterwards, and no run
+    left a key that /proc/keys shows (the vote cheats open theirs to
+    every user)."""
+    before = vote_keys()
+    for cheat in KEYRING_CHEATS:
+        folder = materialize(cheat, tmp_path)
+        result = check_module(ROOT, "L7.3", tests=folder, course_tests=False, session=sampled, sharing=sharing,
+                              time_limit=8, workers=2)
+        assert not result.passed and (result.reason is not None or result.score <= MAX_CHEAT_SCORE), (
+            cheat, result.score, result.reason)
+        if cheat == "read-the-graders-keyring":
+            assert result.reason == "your tests fail on a correct implementation", (result.reason, result.problems)
+            assert "read no key of the grader's" in result.output, result.output[-2000:]
+        assert session_keys() == {graders_secret: SECRET}, f"{cheat} changed the grader's session keyring"
+    assert vote_keys() == before, "a run left a key in the kernel's keyrings"
+
+
+def instructors_checkout(scratch: Path) -> tuple[Path, Path]:
+    """An instructor's checkout with their own rope.py (the reference) in
+    the student tree, installed editable into a venv the way pip does it (a
+    .pth file naming <checkout>/python); (checkout, its python)."""
+    checkout = copy_checkout(scratch / "instructor")
+    (checkout / "python/tinyllm/modern").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(ROOT / "course/reference/python/tinyllm/modern/rope.py", checkout / "python/tinyllm/modern")
+    python = virtual_environment(scratch / "venv")
+    site_packages = next((scratch / "venv" / "lib").glob("python3*/site-packages"))
+    (site_packages / "__editable__.tinyllm-0.pth").write_text(str(checkout / "python") + "\n")
+    return checkout, python
+
+
+def test_ol_grade_keeps_the_instructors_checkout_out_of_reach():
+    """`ol grade` grades from a copy of the kit; the instructor's checkout is
+    still on sys.path (an editable install).  A suite that walks every
+    sys.path entry and / for the instructor's files, and for a rope.py to use
+    as its oracle, finds neither: it fails on the reference, saying so."""
+    scratch = Path(tempfile.mkdtemp(prefix="ol-instructor-", dir="/var/tmp"))
+    try:
+        checkout, python = instructors_checkout(scratch)
+        seen = subprocess.run([str(python), "-c", "import sys; print(sys.path)"], capture_output=True, text=True)
+        assert str(checkout / "python") in seen.stdout, seen   # the editable install is in force
+        submissions = scratch / "class"
+        cheat = materialize("instructors-rope-through-sys-path", scratch, root=checkout)
+        (submissions / "sam" / "python/tests").mkdir(parents=True)
+        shutil.copytree(cheat, submissions / "sam" / "python/tests/l7-3-rope")
+        (submissions / "sam" / "python/tinyllm/modern").mkdir(parents=True)
+        shutil.copy2(ROOT / "course/reference/python/tinyllm/modern/rope.py", submissions / "sam/python/tinyllm/modern")
+        out = scratch / "graded"
+        r = subprocess.run([str(python), str(checkout / "ol"), "grade", "L7.3", str(submissions), "--out", str(out),
+                            "--jobs", "1", "--time-limit", "20"], cwd=scratch, capture_output=True, text=True,
+                           timeout=900)
+        assert r.returncode == 0, explain(r)
+        record = json.loads((out / "sam.json").read_text())
+        assert record["reason"] == "your tests fail on a correct implementation", record
+        assert "nothing of the instructor's: walked" in record["output"] and "saw []" in record["output"], (
+            record["output"][-3000:])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 # ---- where the student's Python lives ---------------------------------------------------
@@ -327,6 +488,522 @@ def test_interrupting_ol_check_leaves_nothing_behind(signum, code, tmp_path):
     alive = [p for p in tree if os.path.exists(f"/proc/{p}") and _cmdline(p)]
     assert not alive, f"processes outlived the interrupted check: {[_cmdline(p) for p in alive]}"
     assert list(scratch.iterdir()) == [], "temporary folders were left behind"
+
+
+# ---- what a run writes -------------------------------------------------------------------
+
+HOSTILE = [
+    b"\n" + b"[" * 200000 + b"\n",                         # issue 17: RecursionError in the warm process
+    b"{" * 100000 + b"\n",
+    b'{"collected": ' + b"[" * 5000 + b"]" * 5000 + b"}\n",
+    b"\xff\xfe\xfd not UTF-8 \xc3\x28\n",
+    b'{"running": "x", "at": "not a number"}\n{"collected": 7}\n{"outcomes": [1, 2]}\n',
+    b'{"at": NaN}\n{"ended": Infinity}\n{"failed": {"a": "dict"}}\n{"output": null}\n',
+    b'{"running": "' + b"x" * (2 << 20) + b'"}\n',         # a line past the report's bound
+    b'{"output": "cut short',
+    b"D\x01\x00\x00\x00\x00\x00\x00\x00" * 100 + b"C\xff\xff\xff\x7f",   # frames where lines belong
+    b"\n" * 100000,
+]
+
+
+@settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.binary(max_size=20000), st.sampled_from(HOSTILE),
+                 st.lists(st.sampled_from([b"{", b"}", b"[", b"]", b'"', b"\\", b":", b",", b"\n", b"1", b"a",
+                                           b'{"at": 1}', b'{"collected": ["x"]}', b"\xff"]), max_size=400)
+                 .map(b"".join)))
+def test_the_report_parser_keeps_only_well_formed_lines_and_never_raises(data):
+    lines = protocol.parse_report(data)
+    for line in lines:
+        assert line and set(line) <= set(protocol.REPORT_FIELDS)
+        for key, value in line.items():
+            assert protocol._checked(protocol.REPORT_FIELDS[key], value) == value
+    try:
+        protocol.loads_bounded(data, 64)   # ValueError is its one way to refuse
+    except ValueError:
+        pass
+
+
+FRAMES = st.lists(st.one_of(
+    st.tuples(st.just(b"D"), st.integers(0, 2**32 - 1), st.integers(-2**31, 2**31 - 1), st.integers(0, 2**32 - 1)),
+    st.tuples(st.sampled_from([b"C", b"P"]), st.binary(max_size=300))), max_size=20)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(FRAMES, st.lists(st.integers(1, 64), max_size=40), st.binary(max_size=64))
+def test_frames_come_out_as_they_went_in_however_cut_and_garbage_breaks_the_stream(frames, cuts, garbage):
+    data = b"".join(protocol.done_frame(*f[1:]) if f[0] == b"D" else protocol.sized_frame(*f) for f in frames)
+    reader, got, at = protocol.FrameReader(), [], 0
+    for cut in cuts + [len(data)]:
+        got += reader.feed(data[at:at + cut])
+        at += cut
+    got += reader.feed(data[at:])
+    want = [protocol.Frame(b"D", run_id=f[1], exit=f[2], cpu_ms=f[3]) if f[0] == b"D" else protocol.Frame(f[0], body=f[1])
+            for f in frames]
+    assert got == want and reader.broken is None
+    if garbage[:1] not in (b"", b"C", b"P", b"D"):
+        assert reader.feed(garbage + data) == [] and reader.broken is not None
+        assert reader.feed(data) == []
+
+
+def hostile_suite(tmp_path: Path) -> Path:
+    """The model answer plus a test that writes every HOSTILE payload to its
+    report descriptor (4), at import and when it runs, and passes."""
+    folder = tmp_path / "l7-3-rope"
+    shutil.copytree(MODEL_ANSWER, folder)
+    (folder / "test_writes_into_its_report.py").write_text(
+        "import random\n\nos_module = random._os\n"
+        f"PAYLOADS = {HOSTILE!r}\n\n\n"
+        "def write_all():\n    for payload in PAYLOADS:\n        try:\n            os_module.write(4, payload)\n"
+        "        except OSError:\n            pass\n\n\nwrite_all()\n\n\n"
+        "def test_writes_into_its_report():\n    write_all()\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def model_answer_kills(sampled):
+    result = check_module(ROOT, "L7.3", tests=MODEL_ANSWER, course_tests=False, session=sampled, sharing="isolated")
+    assert result.reason is None, (result.reason, result.problems)
+    return result.killed, result.counted
+
+
+@pytest.mark.parametrize("sharing", ["shared", "isolated"])
+def test_hostile_bytes_in_a_runs_report_cost_only_that_runs_lines(sharing, sampled, model_answer_kills, tmp_path):
+    """Issue 17's attack and other hostile reports, written by the tests'
+    side: the check grades as the model answer alone does (the writes lose
+    only the run's own report lines), no GradingFault."""
+    result = check_module(ROOT, "L7.3", tests=hostile_suite(tmp_path), course_tests=False, session=sampled,
+                          sharing=sharing, time_limit=20)
+    assert result.reason is None, (result.reason, result.problems)
+    assert (result.killed, result.counted) == model_answer_kills
+
+
+def student_rope_writing(payload: bytes) -> Variant:
+    """The reference rope.py, writing `payload` to its report descriptor at
+    import, as the student's code in the implementation's sandbox."""
+    reference = (ROOT / "course/reference/python/tinyllm/modern/rope.py").read_text()
+    write = f"\n\nimport os as _os\ntry:\n    _os.write(4, {payload!r})\nexcept OSError:\n    pass\n"
+    return Variant("student", reference + write, "python/tinyllm/modern/rope.py")
+
+
+def test_a_student_rope_writing_hostile_bytes_does_not_stop_the_course_tests(sampled):
+    with sampled.engine({}, course=True, workers=2) as engine:
+        grader = Grader(sampled, engine, time_limit=60)
+        course = grader.course_tests(student_rope_writing(b"".join(HOSTILE)))
+    assert course.ok and course.passed and not course.failed, course.output[-3000:]
+
+
+def test_random_bytes_from_both_sides_of_a_real_run_cost_only_that_run(sampled, tmp_path):
+    """Hypothesis drives real runs on one pair of warm processes: the
+    implementation (the student's, confined) writes the bytes to its report,
+    and returns them to the tests, which write them to theirs.  Every run
+    ends as the suite decides (it passes), and the warm processes live on."""
+    folder = tmp_path / "echo"
+    folder.mkdir()
+    (folder / "test_echo.py").write_text(
+        "import random\n\nimport numpy as np\nfrom tinyllm.modern.rope import rope_cos_sin\n\n\n"
+        "def test_echo():\n    cos, _ = rope_cos_sin(np.arange(1), np.array([1.0], np.float32))\n"
+        "    random._os.write(4, cos.tobytes())\n")
+    with sampled.engine({"student": folder}, course=False, workers=1) as engine:
+        grader = Grader(sampled, engine, time_limit=20)
+
+        @settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+        @given(st.one_of(st.binary(min_size=1, max_size=5000), st.sampled_from(HOSTILE)))
+        def one_run(payload):
+            variant = student_rope_writing(payload)
+            source = variant.source.replace(
+                "def rope_cos_sin(", f"_PAYLOAD = {payload!r}\n\n\ndef _real_rope_cos_sin(", 1) + (
+                "\n\ndef rope_cos_sin(positions, inv_freq, *args, **kwargs):\n"
+                "    import numpy as _np\n    return _np.frombuffer(_PAYLOAD, _np.uint8), _np.zeros(1)\n")
+            run = Run(grader._id(), RunRequest(suite="student", mode="grade", all_tests=True),
+                      Variant("student", source, variant.origin).request(), 20)
+            outcome = engine.run([run])[run.id]
+            assert outcome.exit == 0 and outcome.fault is None, (outcome, payload[:100])
+
+        one_run()
+
+
+# ---- resources ---------------------------------------------------------------------------
+
+
+def memory_of_descendants() -> int:
+    """Bytes of memory the processes below this one hold, each shared page
+    counted once (the sum of their PSS).  What the host loses to the grader:
+    /proc/meminfo's MemAvailable would count the machine's other users too."""
+    total = 0
+    for pid in descendants(os.getpid()):
+        for line in _proc(pid, "smaps_rollup").split(b"\n"):
+            if line.startswith(b"Pss:"):
+                total += int(line.split()[1]) * 1024
+    return total
+
+
+def test_a_run_that_forks_to_allocate_past_its_memory_bound_is_killed(sampled, tmp_path):
+    """Three children of 1 GiB each, all held at once, against the default
+    bound of 2 GiB per run: a process of the run is killed (the cgroup) or
+    its allocation fails (the rlimit fallback), so the suite fails on the
+    reference; and the grader's processes never hold more than the bound
+    and the sandboxes' own (about 100 MiB each)."""
+    folder = tmp_path / "l7-3-rope"
+    folder.mkdir()
+    (folder / "test_hoard.py").write_text(
+        "import random\n\nimport numpy as np\nfrom tinyllm.modern.rope import rope_cos_sin\n\n"
+        "os_module = random._os\n\n\n"
+        "def test_hoard_in_children():\n"
+        "    ready_read, ready_write = os_module.pipe()\n    go_read, go_write = os_module.pipe()\n"
+        "    children = []\n    for _ in range(3):\n        pid = os_module.fork()\n        if pid == 0:\n"
+        "            os_module.close(ready_read)\n            os_module.close(go_write)\n"
+        "            hoard = np.ones(1 << 27)   # 1 GiB, every page written\n"
+        "            os_module.write(ready_write, b'x')\n            os_module.close(ready_write)\n"
+        "            os_module.read(go_read, 1)   # held until all three hold theirs\n"
+        "            os_module._exit(0 if hoard[-1] == 1 else 1)\n"
+        "        children.append(pid)\n"
+        "    os_module.close(ready_write)\n    os_module.close(go_read)\n    ready = b''\n"
+        "    while len(ready) < 3 and (chunk := os_module.read(ready_read, 3)):\n        ready += chunk\n"
+        "    os_module.close(go_write)\n"
+        "    assert [os_module.waitpid(pid, 0)[1] for pid in children] == [0, 0, 0] and ready == b'xxx'\n")
+    bound = confine.Limits().memory
+    highest, done = [0], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            highest[0] = max(highest[0], memory_of_descendants())
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        result = check_module(ROOT, "L7.3", tests=folder, course_tests=False, session=sampled, sharing="isolated",
+                              workers=1, time_limit=30)
+    finally:
+        done.set()
+        watcher.join()
+    held = highest[0]
+    assert held <= bound + (300 << 20), f"the grader held {held >> 20} MiB with one run bound to {bound >> 20} MiB"
+    assert result.reason == "your tests fail on a correct implementation", (result.reason, result.problems)
+    assert "2.0 GiB per run" in getattr(result, "memory_bound", ""), getattr(result, "memory_bound", None)
+
+
+class CpuHog:
+    """Thirty-six shell loops spinning beside a check, from the moment
+    start() is called.  Where the cgroup v1 cpu controller is writable, the
+    hogs and the check's processes share at most a quarter of a core (a cpu
+    cgroup of their own: the check gets a thirteenth of what it had, and the
+    machine's other users lose at most a quarter of a core); elsewhere the
+    hogs simply run beside it."""
+
+    HOGS = 36
+    QUOTA = 25000   # microseconds of processor time per 100000
+
+    def __init__(self):
+        self.hogs: list[subprocess.Popen] = []
+        self.group = Path("/sys/fs/cgroup/cpu") / f"ol-kit-hog-{os.getpid()}"
+        try:
+            self.group.mkdir()
+            (self.group / "cpu.cfs_period_us").write_text("100000")
+            (self.group / "cpu.cfs_quota_us").write_text(str(self.QUOTA))
+        except OSError:
+            self.group = None
+
+    def start(self) -> None:
+        self.hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(self.HOGS)]
+        if self.group is not None:
+            for pid in [os.getpid(), *descendants(os.getpid())]:
+                self._move(pid, self.group)
+
+    def stop(self) -> None:
+        for hog in self.hogs:
+            hog.kill()
+            hog.wait()
+        if self.group is not None:
+            for pid in [os.getpid(), *descendants(os.getpid())]:
+                self._move(pid, self.group.parent)
+            self.group.rmdir()
+
+    @staticmethod
+    def _move(pid: int, group: Path) -> None:
+        try:
+            (group / "cgroup.procs").write_text(str(pid))
+        except OSError:   # it ended meanwhile
+            pass
+
+
+def test_a_cpu_hog_beside_a_check_changes_no_verdict():
+    """A calibration suite (the one with most survivors) graded alone; then
+    its survivors and as many of its kills graded again with a CPU hog
+    beside the check from the first mutant on (the correct implementations'
+    own times are measured unloaded: the worst case for a limit derived from
+    them; only a survivor can turn into a kill): the same verdicts."""
+    session = GradingSession(ROOT, "L7.3")
+    suite = ROOT / "tests/calibration/l7-3-suite-c"
+    alone = check_module(ROOT, "L7.3", tests=suite, course_tests=False, session=session, sharing="isolated")
+    verdicts_alone = {m["id"]: m["killed"] for m in alone.mutants}
+    survivors = [m for m in session.mutants.counted if not verdicts_alone[m.id]]
+    kills = [m for m in session.mutants.counted if verdicts_alone[m.id]]
+    assert survivors, "no survivor: nothing that load could turn into a kill"
+    session.mutants = dataclasses.replace(session.mutants, counted=survivors + kills[::len(kills) // len(survivors)])
+    hog = CpuHog()
+
+    def start_the_hog(event):
+        if event.get("event") == "verdict" and not hog.hogs:
+            hog.start()
+
+    try:
+        loaded = check_module(ROOT, "L7.3", tests=suite, course_tests=False, session=session, sharing="isolated",
+                              on_event=start_the_hog)
+    finally:
+        hog.stop()
+    assert hog.hogs, "the hog never started"
+    assert alone.reason is None and loaded.reason is None, (alone.problems, loaded.problems)
+    verdicts_loaded = {m["id"]: m["killed"] for m in loaded.mutants}
+    changed = sorted(k for k, killed in verdicts_loaded.items() if killed != verdicts_alone[k])
+    assert not changed, f"beside the hog these mutants got another verdict: {changed}"
+    assert [p.killed for p in loaded.pitfalls] == [p.killed for p in alone.pitfalls]
+
+
+# ---- two checks at once ---------------------------------------------------------------------
+
+# A run of one check fills its user's process count (RLIMIT_NPROC, 64) and holds it; a run of
+# another check with the same user could then not fork.  The kernel counts a user's processes
+# across user and pid namespaces, so this is a channel between checks (and a way to fail
+# another student's suite) whenever two checks share run users: the old 61000 + slot did.
+HOLD_EVERY_PROCESS = """
+import random
+import typing
+
+os_module = random._os
+sleep = typing.sys.modules["time"].sleep
+
+
+def test_hold_every_process_of_my_user():
+    while True:
+        try:
+            pid = os_module.fork()
+        except OSError:
+            break
+        if pid == 0:
+            sleep(600)
+            os_module._exit(0)
+    sleep(600)
+"""
+FORKS_A_LITTLE = """
+import random
+
+os_module = random._os
+
+
+def test_four_forks():
+    for _ in range(4):
+        pid = os_module.fork()
+        if pid == 0:
+            os_module._exit(0)
+        os_module.waitpid(pid, 0)
+"""
+CHECK_DRIVER = """
+import json, signal, sys
+from pathlib import Path
+sys.path[:0] = [{tests!r}]
+import test_trust as kit
+from ol.grading import confine
+from ol.grading.check import check_module
+
+
+class OneRangeForAll:   # the old code: every check's runs are users RUN_UID_BASE + slot
+    def __init__(self, count):
+        self.base = confine.RUN_UID_BASE
+
+    def uid(self, index):
+        return self.base + index
+
+    def close(self):
+        pass
+
+
+if {one_range!r}:
+    confine.UidBlock = OneRangeForAll
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # unwind: the engine removes what it made
+result = check_module(kit.ROOT, "L7.3", tests=Path({suite!r}), course_tests=False, session=kit.sampled_session(),
+                      sharing="isolated", time_limit=60, workers=2)
+print(json.dumps({{"reason": result.reason, "problems": result.problems, "killed": result.killed}}), flush=True)
+"""
+
+
+def users_holding(at_least: int) -> list[int]:
+    """Run users (the whole range UidBlock hands out) with at least that many processes."""
+    counts: dict[int, int] = {}
+    for pid in run_users(settle=0):
+        counts[uid_of(pid)] = counts.get(uid_of(pid), 0) + 1
+    return [uid for uid, count in counts.items() if count >= at_least]
+
+
+@pytest.mark.parametrize("one_range", [False, True], ids=["a-range-per-check", "one-range-for-all"])
+def test_a_check_cannot_reach_another_checks_runs_through_their_user(one_range, tmp_path):
+    """Check A's suite holds every process its run user may have; check B,
+    started meanwhile, forks a little in its tests.  With a range of run
+    users per check (confine.UidBlock), B grades as it does alone.  With one
+    range for all (the old code, played by OneRangeForAll), A's runs make
+    B's fail on the correct implementations: the attack works, so this test
+    can tell the two apart."""
+    suites = {}
+    for name, text in (("hold", HOLD_EVERY_PROCESS), ("fork", FORKS_A_LITTLE)):
+        suites[name] = tmp_path / name / "l7-3-rope"
+        suites[name].mkdir(parents=True)
+        (suites[name] / "test_suite.py").write_text(text)
+
+    def driver(name: str) -> list[str]:
+        return [sys.executable, "-c", CHECK_DRIVER.format(tests=str(ROOT / "tests"), one_range=one_range,
+                                                          suite=str(suites[name]))]
+
+    before = set(users_holding(1))
+    holder = subprocess.Popen(driver("hold"), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not set(users_holding(48)) - before:
+            assert holder.poll() is None and time.monotonic() < deadline, holder.communicate()
+            time.sleep(0.2)
+        held = set(users_holding(48)) - before
+        forker = subprocess.run(driver("fork"), capture_output=True, text=True, timeout=600)
+    finally:
+        holder.terminate()
+        holder.communicate(timeout=60)
+    assert forker.returncode == 0, explain(forker)
+    result = json.loads(forker.stdout.splitlines()[-1])
+    if one_range:
+        assert result["reason"] == "your tests fail on a correct implementation", result
+    else:
+        assert result["reason"] is None, (result, f"check A's runs held the users {sorted(held)}")
+    assert not run_users(), f"processes of the runs' users left: {[_cmdline(p) for p in run_users()]}"
+
+
+# ---- where namespaces are refused (Docker's default, as on Gradescope) ---------------------
+
+DOCKER_DEFAULT = [sys.executable, str(ROOT / "tests" / "docker_default.py")]
+GALLERY_DRIVER = """
+import json, sys, tempfile
+from pathlib import Path
+sys.path[:0] = [{tests!r}]
+import test_trust as kit
+from ol.grading.check import check_module
+session, scratch = kit.sampled_session(), Path(tempfile.mkdtemp(prefix="ol-gallery-"))
+for cheat in {cheats!r}:
+    result = check_module(kit.ROOT, "L7.3", tests=kit.materialize(cheat, scratch), course_tests=False,
+                          session=session, sharing="isolated", time_limit=8, workers=2)
+    print(json.dumps(dict(kit.dataclasses.asdict(result), cheat=cheat)), flush=True)
+"""
+
+
+def run_users(settle: float = 5.0) -> list[int]:
+    """Live processes of the runs' users (UidBlock's range), once none is
+    left or `settle` seconds have passed: a process killed at the end of a
+    run is reaped by init a moment later."""
+    top = confine.RUN_UID_BASE + confine.UID_BLOCKS * confine.UID_BLOCK
+    deadline = time.monotonic() + settle
+    while True:
+        found = [int(entry) for entry in os.listdir("/proc")
+                 if entry.isdigit() and confine.RUN_UID_BASE <= uid_of(int(entry)) < top
+                 and b"\nState:\tZ" not in _proc(int(entry), "status")]
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.1)
+
+
+def files_of_run_users(*folders: str) -> list[str]:
+    top = confine.RUN_UID_BASE + confine.UID_BLOCKS * confine.UID_BLOCK
+    found = []
+    for folder in folders:
+        for path in Path(folder).iterdir():
+            try:
+                if confine.RUN_UID_BASE <= path.lstat().st_uid < top:
+                    found.append(str(path))
+            except OSError:
+                continue
+    return found
+
+
+def test_docker_default_refuses_namespaces_and_leaves_setuid():
+    """The simulation itself: bubblewrap cannot start, a user switch works,
+    and the grader chooses to confine by uid."""
+    probe = ("import os, subprocess, sys; from ol.grading import confine; "
+             "b = subprocess.run(['bwrap', '--ro-bind', '/', '/', '--unshare-pid', 'true'], capture_output=True); "
+             "print(b.returncode, confine.choose_mode()[0])")
+    r = subprocess.run([*DOCKER_DEFAULT, sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, explain(r)
+    code, mode = r.stdout.split()
+    assert code != "0" and mode == confine.BY_UID, r.stdout
+
+
+def test_the_gallery_gains_nothing_where_namespaces_are_refused(tmp_path):
+    """Every cheat of the gallery, the keyring ones included, graded as root
+    in Docker's default profile (each run as a user of its own, under
+    Landlock): no pass, no gain; no process or file of a run's user left, no
+    key, nothing written into the repository."""
+    before_keys, before_scratch = vote_keys(), set(Path("/tmp").glob("ol-sandbox-*"))
+    driver = GALLERY_DRIVER.format(tests=str(ROOT / "tests"), cheats=GALLERY)
+    r = subprocess.run([*DOCKER_DEFAULT, sys.executable, "-c", driver], capture_output=True, text=True,
+                       timeout=1800, cwd=tmp_path, env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert r.returncode == 0, explain(r)
+    results = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    assert [result["cheat"] for result in results] == GALLERY, explain(r)
+    for result in results:
+        assert result["confinement"] == confine.BY_UID, result["confinement"]
+        assert_stopped(result["cheat"], "namespace-less", result)
+        assert_nothing_left(result["cheat"])
+    assert not run_users(), f"processes of the runs' users left: {[_cmdline(p) for p in run_users()]}"
+    assert not files_of_run_users("/tmp", "/var/tmp", "/dev/shm", str(tmp_path)), "files of the runs' users left"
+    assert vote_keys() == before_keys, "a run left a key in the kernel's keyrings"
+    assert set(Path("/tmp").glob("ol-sandbox-*")) <= before_scratch, "the grader's scratch folder was left"
+
+
+def sampled_home(home: Path) -> Path:
+    """A home folder whose mutant cache holds every 20th of L7.3's generated
+    mutants: `ol grade` started with it grades against that sample (and
+    every pitfall), as the gallery is graded."""
+    from ol.grading.mutants import cache_path
+
+    source = GradingSession(ROOT, "L7.3").reference.source   # the whole set, cached in this user's home
+    whole = json.loads(cache_path(source).read_text())
+    sample = cache_path(source, home / ".cache" / "tinyllm-ol")
+    sample.parent.mkdir(parents=True)
+    sample.write_text(json.dumps(whole[::20]))
+    return home
+
+
+@pytest.mark.parametrize("where", ["namespaces", "namespace-less"])
+def test_ol_grade_gives_the_gallery_nothing(where, tmp_path):
+    """`ol grade --jobs 2` on a class of the honest model answer and every
+    cheat of the gallery, with bubblewrap, and in Docker's default profile
+    (each run as a user of its own, under Landlock): the honest one passes
+    with every mutant killed, no cheat passes or gains, each record names
+    its confinement; nothing written outside the results folder, no key,
+    nothing of a run's user left."""
+    under, mode = ([], confine.CONFINED) if where == "namespaces" else (DOCKER_DEFAULT, confine.BY_UID)
+    submissions = tmp_path / "class"
+    rope = (ROOT / "course/reference/python/tinyllm/modern/rope.py").read_bytes()
+    for name, folder in [("honest", MODEL_ANSWER)] + [(c, materialize(c, tmp_path / "cheats")) for c in GALLERY]:
+        shutil.copytree(folder, submissions / name / "python/tests/l7-3-rope")
+        (submissions / name / "python/tinyllm/modern").mkdir(parents=True)
+        (submissions / name / "python/tinyllm/modern/rope.py").write_bytes(rope)
+    out = tmp_path / "graded"
+    before_keys, before_repo = vote_keys(), repository_files()
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"],
+               HOME=str(sampled_home(tmp_path / "home")))
+    env.pop("XDG_CACHE_HOME", None)
+    r = subprocess.run([*under, str(ROOT / "ol"), "grade", "L7.3", str(submissions), "--out", str(out),
+                        "--time-limit", "20", "--jobs", "2", "--feedback", "none"],
+                       capture_output=True, text=True, timeout=3000, cwd=tmp_path, env=env)
+    assert r.returncode == 0, explain(r)
+    records = {name: json.loads((out / f"{name}.json").read_text()) for name in ["honest", *GALLERY]}
+    honest = records["honest"]
+    assert honest["passed"] and honest["killed"] == honest["counted"] and honest["counted"] > 0, honest
+    for name, record in records.items():
+        assert record["confinement"] == mode and not record.get("error"), record
+        if name != "honest":
+            assert_stopped(name, f"ol grade, {where}", record)
+            assert_nothing_left(name)
+    assert sorted(p.name for p in out.iterdir()) == sorted(["grades.csv", "summary.md", "honest.json",
+                                                            *[f"{c}.json" for c in GALLERY]])
+    assert repository_files() == before_repo and vote_keys() == before_keys
+    assert not run_users() and not files_of_run_users("/tmp", "/var/tmp", "/dev/shm")
 
 
 # ---- portability ------------------------------------------------------------------------

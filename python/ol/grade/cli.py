@@ -100,9 +100,9 @@ def run(args: argparse.Namespace, ctx) -> int:
         if args.export and args.manifest is None:
             raise OlError(f"--export {args.export} needs --manifest CSV: the file that gives each entry's student "
                           "id on your platform (a header entry,id)")
-        confined = confine.bubblewrap()[0]
-        if not confined and not args.allow_unconfined:
-            raise OlError(f"refusing to grade unconfined: {confine.bubblewrap()[1]}; "
+        mode, why = confine.choose_mode()   # namespaces, or (root without them: Docker) one user per run
+        if mode == confine.UNCONFINED and not args.allow_unconfined:
+            raise OlError(f"refusing to grade unconfined: {why}; "
                           "or pass --allow-unconfined where confinement cannot work")
         manifest = read_manifest(args.manifest) if args.manifest else {}
         submissions = read_submissions(args.submissions, module)
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace, ctx) -> int:
     out = args.out or args.submissions.parent / f"{args.submissions.name}-graded"
     out.mkdir(parents=True, exist_ok=True)
     try:
-        records = _grade(args, ctx, module, submissions, only, out, confined)
+        records = _grade(args, ctx, module, submissions, only, out, mode)
     except OlError as error:
         print(f"ol grade: {error}", file=ctx.err)
         return ERROR
@@ -135,8 +135,9 @@ def _only(names: list[str] | None, submissions) -> set[str] | None:
     return {by_name[name] for name in names}
 
 
-def _grade(args, ctx, module, submissions, only, out: Path, confined: bool) -> dict[str, dict]:
-    """{student: record} for every submission: kept, screened out, or graded now."""
+def _grade(args, ctx, module, submissions, only, out: Path, mode: str) -> dict[str, dict]:
+    """{student: record} for every submission: kept, screened out, or graded now,
+    each run confined in `mode` (confine.choose_mode)."""
     from ol.grade.class_report import read_record, write_record
     from ol.grade.kit import kit_digest
     from ol.grade.one import base_record, not_graded_record
@@ -144,13 +145,12 @@ def _grade(args, ctx, module, submissions, only, out: Path, confined: bool) -> d
     cores = os.cpu_count() or 1
     jobs = args.jobs or max(1, cores // (args.workers or cores))
     workers = args.workers or max(1, cores // jobs) + 1
-    confinement = "confined" if confined else "unconfined"
-    kit_key = hashlib.sha256(f"{kit_digest(ctx.root)} {module.id} {args.time_limit} {confined}".encode()).hexdigest()
+    kit_key = hashlib.sha256(f"{kit_digest(ctx.root)} {module.id} {args.time_limit} {mode}".encode()).hexdigest()
     records: dict[str, dict] = {}
     groups: dict[str, tuple] = {}        # digest -> (files, [base, ...]): the same files are graded once
     kept, missing = 0, []
     for submission in submissions:
-        base, screening = base_record(module, submission, kit_key=kit_key, confinement=confinement)
+        base, screening = base_record(module, submission, kit_key=kit_key, confinement=mode)
         previous = read_record(out, submission.student)
         if only is not None and submission.student not in only:
             if previous is not None:
@@ -173,19 +173,21 @@ def _grade(args, ctx, module, submissions, only, out: Path, confined: bool) -> d
     def finish(digest: str, result: dict) -> None:
         for base in groups[digest][1]:
             record = {**result, **base}
+            record["confinement"] = result.get("confinement") or base["confinement"]   # what the check had in force
             write_record(record, out)
             records[base["student"]] = record
         progress.done(groups[digest][1][0]["student"], result)
 
     try:
         if groups:
-            _run_groups(args, ctx, module, groups, jobs=jobs, workers=workers, confined=confined, finish=finish)
+            _run_groups(args, ctx, module, groups, jobs=jobs, workers=workers, mode=mode, finish=finish)
     finally:
         progress.close()
     return records
 
 
-def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, confined: bool, finish) -> None:
+def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, mode: str, finish) -> None:
+    from ol.grading import confine
     from ol.grading.mutants import cache_path
     from ol.grading.session import GradingSession
 
@@ -200,7 +202,8 @@ def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, con
             copy_kit(cache[0].parent, Path(staging) / CACHE, files=[cache[0].name])
             grade_on_ray(args.ray, Path(staging), Path(staging) / KIT / "python" / "ol", module.id,
                          [(digest, files) for digest, (files, _) in groups.items()], workers=workers,
-                         time_limit=args.time_limit, confined=confined,
+                         time_limit=args.time_limit,   # a worker confines as strongly as it can, never less
+                         confinement=confine.UNCONFINED if mode == confine.UNCONFINED else "auto",
                          on_done=lambda record: finish(record.pop("student"), record))
         return
     from ol.grade.one import grade_one
@@ -209,7 +212,7 @@ def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, con
         def one(files: dict[str, bytes]) -> dict:
             workdir = Path(tempfile.mkdtemp(dir=scratch, prefix="submission-"))   # never shared, whatever the names
             return grade_one(ctx.root, module.id, files, workdir=workdir, workers=workers,
-                             time_limit=args.time_limit, mutant_cache=cache, confined=confined)
+                             time_limit=args.time_limit, mutant_cache=cache, confinement=mode)
 
         futures = {pool.submit(one, files): digest for digest, (files, _) in groups.items()}
         for future in as_completed(futures):

@@ -26,7 +26,7 @@ class RayUnavailable(OlError):
 
 
 def grade_task(module_id: str, student: str, files: dict[str, bytes], workers: int, time_limit: float,
-               confined: bool) -> dict:
+               confinement: str) -> dict:
     """One submission, on a Ray worker whose working directory holds the kit."""
     from ol.grade.one import grade_one
 
@@ -34,13 +34,13 @@ def grade_task(module_id: str, student: str, files: dict[str, bytes], workers: i
     with tempfile.TemporaryDirectory(prefix="ol-grade-") as scratch:
         record = grade_one(here / KIT, module_id, files, workdir=Path(scratch) / "work", workers=workers,
                            time_limit=time_limit, mutant_cache=sorted((here / CACHE).glob("mutants-*.json")),
-                           confined=confined)
+                           confinement=confinement)
     record["student"] = student
     return record
 
 
 def grade_on_ray(address: str, staging: Path, ol_package: Path, module_id: str, jobs: list[tuple[str, dict]], *,
-                 workers: int, time_limit: float, confined: bool,
+                 workers: int, time_limit: float, confinement: str,
                  on_done: Callable[[dict], None]) -> None:
     """Run every (student, files) job as a task; call on_done(record) as each ends.
 
@@ -61,7 +61,7 @@ def grade_on_ray(address: str, staging: Path, ol_package: Path, module_id: str, 
             raise RayUnavailable(f"each submission needs {cpus} CPUs on one node (--workers {workers}), but the "
                                  f"cluster's largest node has {largest:g}: pass --workers {int(largest) + 1} or fewer")
         task = ray.remote(num_cpus=cpus, max_retries=0)(grade_task)
-        pending = {task.remote(module_id, student, files, workers, time_limit, confined): student
+        pending = {task.remote(module_id, student, files, workers, time_limit, confinement): student
                    for student, files in jobs}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)

@@ -10,7 +10,9 @@ The zip holds what Gradescope's documented layout expects at its root:
                        the kit needs 3.11, and the system python3 that Gradescope's
                        own tools use is left alone), bubblewrap and a C compiler;
                        then DIR/venv holding exactly requirements.lock; then the
-                       module's mutant set, built once
+                       module's mutant set, built once; then what the runs' own
+                       users may read where namespaces are refused (the venv,
+                       not DIR/source)
     run_autograder     run for each submission, after Gradescope copies it to
                        /autograder/run_autograder: `run_autograder [--root DIR]`.
                        It finds everything from DIR, never from where it lies, and
@@ -28,7 +30,9 @@ is not a pass), and "tests": the course tests, the mutation grade and the
 pitfalls, whose maximums always add up to the catalog's total, then one
 entry per pitfall, "Misconception: ... (caught / not caught)", with a status
 and no points.  What the outputs hold follows --feedback (ol.grade.feedback),
-as in `ol grade`.
+as in `ol grade`.  The output's last line, and extra_data.confinement, name
+how every run of the student's code was confined (confine.choose_mode: with
+bubblewrap, or where Docker refuses namespaces, as a user of its own per run).
 """
 
 from __future__ import annotations
@@ -55,7 +59,11 @@ SETUP_SH = """\
 #    bubblewrap (every run of a student's code is confined in it) and a C compiler;
 # 2. DIR/venv holding exactly source/requirements.lock: no resolution, no build, nothing
 #    newer when PyPI changes; pip check proves the lock complete;
-# 3. the module's mutant set, built once (it depends on the kit alone).
+# 3. the module's mutant set, built once (it depends on the kit alone);
+# 4. where Docker refuses namespaces (its default seccomp profile), each run of a
+#    student's code is an unprivileged user of its own: it may read the venv, and
+#    never DIR/source (the kit and its answers) nor DIR/results (Landlock refuses
+#    them as well; this is the second fence).
 set -euo pipefail
 root=/autograder
 if [ "${1:-}" = "--root" ] && [ -n "${2:-}" ]; then root="$2"; fi
@@ -73,6 +81,9 @@ fi
 "$root/venv/bin/python" -m pip install --no-deps --only-binary=:all: --no-input -r "$root/source/requirements.lock"
 "$root/venv/bin/python" -m pip check
 "$root/venv/bin/python" "$root/source/run_autograder.py" --root "$root" --prepare
+chmod 0711 "$root"
+chmod -R a+rX "$root/venv"
+chmod -R go-rwx "$root/source"
 """
 
 RUN_AUTOGRADER = """\
@@ -84,7 +95,7 @@ RUN_AUTOGRADER = """\
 root=/autograder
 if [ "${1:-}" = "--root" ] && [ -n "${2:-}" ]; then root="$2"; fi
 results="$root/results/results.json"
-mkdir -p "$root/results" && rm -f "$results"
+mkdir -p "$root/results" && chmod 0700 "$root/results" && rm -f "$results"
 python="${OL_PYTHON:-$root/venv/bin/python}"
 why=""
 if [ -x "$python" ]; then
@@ -254,25 +265,30 @@ def grade_submission(kit: Path, config: dict, submission: Path) -> dict:
 
     module = load_catalog(kit).get(config["module"])
     entry = read_submission(submission, module, student="submission")
-    confined = confine.bubblewrap()[0]
-    base, screening = base_record(module, entry, kit_key="gradescope",
-                               confinement="confined" if confined else "unconfined")
-    if screening.reason is None and not confined and not config.get("allow_unconfined"):
-        screening = Screening("the autograder cannot confine your tests here (bubblewrap does not run), so it does "
-                              "not grade them; tell your instructor")
+    mode, why = confine.choose_mode()   # namespaces; in Docker's default profile, one user of its own per run
+    base, screening = base_record(module, entry, kit_key="gradescope", confinement=mode)
+    if screening.reason is None and mode == confine.UNCONFINED and not config.get("allow_unconfined"):
+        screening = Screening("the autograder cannot confine your tests here (neither bubblewrap nor one user "
+                              "per run works), so it does not grade them; tell your instructor", [why])
     if screening.reason is not None:
         record = not_graded_record(base, screening)
     else:
         with tempfile.TemporaryDirectory(prefix="ol-autograder-") as scratch:
             cache = sorted((Path.home() / ".cache" / "tinyllm-ol").glob("*.json"))
             record = {**grade_one(kit, module.id, entry.files, workdir=Path(scratch) / "work",
-                                  workers=(os.cpu_count() or 1) + 1, confined=confined, mutant_cache=cache), **base}
+                                  workers=(os.cpu_count() or 1) + 1, confinement=mode, mutant_cache=cache), **base}
     if record.get("error"):     # Gradescope shows the autograder's stdout to instructors only
         print(f"ol: the grader failed on this submission (not the student's work): {record['error']}")
     outcome = read_outcome(record, config["points"], catalog_pitfalls(kit, module))
     return results_json(outcome, config["points"], config.get("feedback", "full"))
 
 
+CONFINEMENT_SAID = {   # the mode each run of the student's code was confined in (ol.grading.confine)
+    "confined": "confined (confined: its own namespaces, in bubblewrap)",
+    "confined-by-uid": "confined (confined-by-uid: namespaces are refused here, so each run as a user of its own, "
+                       "under Landlock and seccomp)",
+    "unconfined": "UNCONFINED (the instructor allowed it: neither bubblewrap nor one user per run works here)",
+}
 _PART_TITLES = {"course_tests": "Course tests (your code against Hugging Face's numbers)",
                 "mutation": "Mutation grade (your own tests catch broken copies of the reference)",
                 "pitfalls": "Pitfalls (your tests catch each classic mistake)"}
@@ -309,9 +325,12 @@ def results_json(outcome, table: dict[str, float], level: str) -> dict:
     if said and outcome.ignored:
         output += f"\n\nIgnored (not part of {outcome.module}): {', '.join(outcome.ignored[:20])}"
     output += f"\n\n{ROUNDING}"
-    data = {"score": float(outcome.points.total), "output": output, "output_format": "md", "tests": tests}
+    if outcome.confinement:
+        output += f"\n\nYour code ran {CONFINEMENT_SAID.get(outcome.confinement, outcome.confinement)}."
+    data = {"score": float(outcome.points.total), "output": output, "output_format": "md", "tests": tests,
+            "extra_data": {"confinement": outcome.confinement or None}}
     if outcome.error:
-        data["extra_data"] = {"grader_error": outcome.error}
+        data["extra_data"]["grader_error"] = outcome.error
     return data
 
 

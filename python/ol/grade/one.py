@@ -28,6 +28,7 @@ from ol.catalog import Module
 from ol.grade.kit import copy_kit
 from ol.grade.precheck import Screening, screen
 from ol.grade.submissions import Submission
+from ol.grading.confine import UNCONFINED
 
 SUBMISSION_TIMEOUT = 1200.0   # seconds for one whole check; a check stops its own runs far earlier
 
@@ -53,9 +54,14 @@ def not_graded_record(base: dict, screening: Screening) -> dict:
 
 
 def grade_one(kit: Path, module_id: str, files: dict[str, bytes], *, workdir: Path, workers: int = 2,
-              time_limit: float = 60.0, mutant_cache: list[Path] = (), confined: bool = True,
+              time_limit: float = 60.0, mutant_cache: list[Path] = (), confinement: str = "auto",
               timeout: float = SUBMISSION_TIMEOUT) -> dict:
-    """The check's --json result, plus "seconds" and "error" (null when graded)."""
+    """The check's --json result, plus "seconds" and "error" (null when graded).
+
+    confinement: the mode the check must confine its runs in (confine.CONFINED
+    or confine.BY_UID, as confine.choose_mode() found it here), "auto" for
+    the strongest the machine it runs on allows (a Ray worker), refusing to
+    run unconfined; or confine.UNCONFINED (ol grade --allow-unconfined)."""
     started = time.monotonic()
     workdir = Path(workdir)
     copy, home, tmp = workdir / "kit", workdir / "home", workdir / "tmp"
@@ -75,8 +81,10 @@ def grade_one(kit: Path, module_id: str, files: dict[str, bytes], *, workdir: Pa
                 shutil.copy2(cached, home / ".cache" / "tinyllm-ol" / Path(cached).name)
         command = [sys.executable, str(copy / "ol"), "check", module_id, "--ref-deps", "--isolated", "--json",
                    "--jobs", str(workers), "--time-limit", str(time_limit)]
-        if confined:
+        if confinement != UNCONFINED:
             command.append("--require-confinement")
+        if confinement not in ("auto", UNCONFINED):
+            command += ["--confinement", confinement]
         env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "OL_"))}
         env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), TMPDIR=str(tmp))
         try:

@@ -174,13 +174,23 @@ def _not_graded(record: dict, names: dict[str, str], error: str) -> tuple[str, t
     if _rejected(record):
         lines = tuple(_location(p.removeprefix("your test rejects a correct implementation: ")) for p in problems)
         tests = list(dict.fromkeys(m.rstrip("):,") for p in problems for m in re.findall(r"[\w./-]+\.py::[^\s)]+", p)))
-        limit = next((m.group(1) for p in problems for m in [re.search(r"timeout .*after ([\d.]+) s", p)] if m), None)
+        limit = next((m.group(1) for p in problems for m in [_time_limit_said(p)] if m), None)
         said = reason.replace("fail", "time out", 1) + f" ({float(limit):g} s)" if limit else reason
         return (f"{said}: {', '.join(tests[:3])}" if tests else said), lines
     if record.get("no_tests") and (reason.startswith("no test folder") or "found no tests" in " ".join(problems)):
         return record["no_tests"], ()
     first = " ".join(problems[:2]) if problems and problems[0].endswith(":") else (problems[0] if problems else "")
     return (f"{reason}: {first}" if first else reason), tuple(problems)
+
+
+def _time_limit_said(problem: str) -> re.Match | None:
+    """The time limit a timeout's detail names (ol.grading.stages.Grader.verdict):
+    "the time limit is 20.0 s" (a run the clock stopped, after up to 3 times
+    that), "had used 20 s of processor time", or an older "after 20 s"."""
+    if "timeout" not in problem:
+        return None
+    return (re.search(r"the time limit is ([\d.]+) s", problem) or re.search(r"used ([\d.]+) s of processor", problem)
+            or re.search(r"after ([\d.]+) s", problem))
 
 
 def _location(problem: str) -> str:

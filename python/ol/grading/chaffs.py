@@ -32,6 +32,7 @@ from pathlib import Path
 
 from ol.catalog import Grading
 from ol.errors import OlError
+from ol.grading.protocol import RunRequest
 from ol.grading.session import Variant
 
 BASE_MODULE = "correct"   # the name a chaff imports the implementation it wraps by
@@ -58,10 +59,9 @@ class ChaffVariant(Variant):
 
     base: Variant | None = None
 
-    def request(self, *, modules: dict | None = None, tracebacks: bool = False) -> dict:
+    def request(self, *, modules: dict | None = None, tracebacks: bool = False) -> RunRequest:
         request = super().request(modules=modules, tracebacks=tracebacks)
-        request["modules"] = {**request["modules"],
-                              BASE_MODULE: {"source": self.base.source, "origin": self.base.origin}}
+        request.modules = {**request.modules, BASE_MODULE: {"source": self.base.source, "origin": self.base.origin}}
         return request
 
 

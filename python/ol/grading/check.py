@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ol.grading import confine
-from ol.grading.engine import EngineFault
+from ol.grading.engine import EngineFault, SuiteBroke
 from ol.grading.session import GradingFault, GradingSession, NotGraded  # noqa: F401  (NotGraded: API)
 from ol.grading.recheck import VerdictCache, code_digest
 from ol.grading.stages import FAILED, PASSED, Grader, SuiteProblem, Verdict, describe
@@ -65,7 +65,8 @@ class CheckResult:
     output: str = ""      # pytest's report of the suite on a correct implementation it rejects
     excluded: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
-    confinement: str = ""  # "confined" or "unconfined" (ol.grading.confine)
+    confinement: str = ""  # "confined", "confined-by-uid" or "unconfined" (ol.grading.confine)
+    memory_bound: str = ""  # the memory bound per run in force (ol.grading.memory)
     course_tests: dict[str, int] = field(default_factory=dict)   # {"passed": n, "total": n}
     killed_by: dict[str, str] = field(default_factory=dict)      # variant id -> first test that failed on it
     mutants: list[dict] = field(default_factory=list)            # every counted mutant: id, function, line,
@@ -90,14 +91,17 @@ def check_module(
     sharing: str = "isolated",
     session: GradingSession | None = None,
     verdict_cache: Path | None = None,
+    limits: confine.Limits | None = None,
 ) -> CheckResult:
     """Grade the tests in `tests` (default: the student's folder for the module).
 
     course_tests=False skips step 2 (the instructor's `ol verify` grades the
-    model answer).  time_limit bounds the course tests, collecting the suite
-    and each run on a correct implementation; a mutant gets 2 s + 10x the
-    slowest correct run, at most time_limit.  mode is confine.CONFINED or
-    UNCONFINED (default: confined when bubblewrap works here).  sharing is
+    model answer).  time_limit is processor seconds: it bounds the course
+    tests, collecting the suite and each run on a correct implementation; a
+    mutant gets 2 s + 10x the slowest correct run, at most time_limit.  mode
+    is confine.CONFINED, BY_UID or UNCONFINED (default: the strongest this
+    host allows, confine.choose_mode).  limits: what each run may use (the
+    memory bound per run among them; default confine.Limits()).  sharing is
     "isolated" (every run collects the suite afresh: the instructor's grade)
     or "shared" (the suite is collected once: the student's fast local
     check); README.md here says what each guarantees.  verdict_cache (the
@@ -130,7 +134,9 @@ def check_module(
 
     try:
         with session.engine({"student": tests}, course=course_tests and kept_course is None, workers=workers,
-                            mode=result.confinement, start_method=start_method, sharing=sharing) as engine:
+                            mode=result.confinement, start_method=start_method, sharing=sharing,
+                            limits=limits) as engine:
+            result.memory_bound = engine.memory_bound()
             grader = Grader(session, engine, time_limit=time_limit, on_event=on_event)
             if kept_course is not None:
                 result.course_tests, result.course_tests_kept = kept_course, True
@@ -165,6 +171,9 @@ def check_module(
                     cache.save({key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed})
             except SuiteProblem as problem:
                 return stop(problem.reason, problem.lines, problem.output)
+            except SuiteBroke as broke:
+                return stop("your tests broke the grader's connection", [str(broke), (
+                    "graded tests may not write into descriptors they did not open; the suite is not graded")])
     except EngineFault as fault:
         raise GradingFault(f"the grader failed: {fault}") from None
 

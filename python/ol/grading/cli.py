@@ -36,8 +36,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="runs N at a time (default: one more than the cores: a run's tests wait on "
                              "the code under test in another process part of the time)")
     parser.add_argument("--time-limit", type=_time_limit, default=60.0, metavar="SECONDS",
-                        help="longest the course tests, or your suite on a correct implementation, may take "
-                             f"(default 60, at most {MAX_TIME_LIMIT:.0f})")
+                        help="processor time the course tests, or your suite on a correct implementation, may "
+                             f"take (default 60, at most {MAX_TIME_LIMIT:.0f}; a run that waits rather than "
+                             "computes is stopped at 3 times that on the clock)")
+    parser.add_argument("--memory-limit", type=_memory_limit, default=2048, metavar="MIB",
+                        help="memory each run may use, all its processes together (default 2048 MiB)")
     parser.add_argument("--max-survivors", type=_positive_int, default=3, metavar="N",
                         help="surviving mutants shown with their diff, per function (default 3)")
     parser.add_argument("--all", action="store_true", help="show every surviving mutant's diff")
@@ -46,6 +49,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "you have not changed since the last check)")
     parser.add_argument("--require-confinement", action="store_true",
                         help="refuse to run unless every run can be confined (the instructor's side uses this)")
+    parser.add_argument("--confinement", choices=("auto", "confined", "confined-by-uid"), default="auto",
+                        help="how runs are confined: auto (the strongest this machine allows), confined "
+                             "(bubblewrap and namespaces), confined-by-uid (as root where namespaces are "
+                             "refused, as in Docker: each run as a user of its own, under Landlock)")
     parser.add_argument("--isolated", action="store_true",
                         help="collect your suite afresh in every run, as the instructor's grade does "
                              "(slower; the default collects it once and forks a clean run per mutant)")
@@ -60,18 +67,17 @@ def run(args: argparse.Namespace, ctx) -> int:
     from ol.grading.check import check_module
     from ol.grading.html_report import report_path
     from ol.grading.report import ProgressBar, to_json, to_text
-    from ol.grading.session import default_mode
     from ol.state import CHECKED
     from ol.student_kit import released
 
     try:
         module = ctx.module(args.module)
         html = None if args.html is None else report_path(Path(args.html) if args.html else None, ctx.root, module.id)
-        mode = default_mode()
-        if mode != confine.CONFINED and args.require_confinement:
-            raise OlError(f"refusing to grade unconfined: {confine.bubblewrap()[1]}")
-        if mode != confine.CONFINED and not args.json:
-            ctx.warn(f"this check runs unconfined ({confine.bubblewrap()[1]}): it is feedback only; "
+        mode, why = confine.choose_mode(args.confinement)
+        if mode == confine.UNCONFINED and (args.require_confinement or args.confinement != "auto"):
+            raise OlError(f"refusing to grade unconfined: {why}")
+        if mode == confine.UNCONFINED and not args.json:
+            ctx.warn(f"this check runs unconfined ({why}): it is feedback only; "
                      "the instructor's grade is computed confined")
         progress = ProgressBar(total=0, stream=ctx.err)
         try:
@@ -82,7 +88,7 @@ def run(args: argparse.Namespace, ctx) -> int:
                 from ol.grading.local import check_in_kit as checker
             result = checker(ctx.root, module.id, tests=args.tests, ref_deps=args.ref_deps, workers=args.jobs,
                              time_limit=args.time_limit, on_event=progress, mode=mode, sharing=sharing,
-                             verdict_cache=cache)
+                             verdict_cache=cache, limits=confine.Limits(memory=args.memory_limit << 20))
         finally:
             progress.close()
     except OlError as error:
@@ -133,6 +139,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text}")
+    return value
+
+
+def _memory_limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of MiB, got {text!r}") from None
+    if value < 256:
+        raise argparse.ArgumentTypeError(f"expected at least 256 MiB (a run imports numpy and pytest), got {text}")
     return value
 
 

@@ -23,13 +23,12 @@ here either.  What remains possible for code that writes this process's
 memory directly (ctypes, numpy's raw memory) is in README.md: the local check
 is feedback, the instructor's isolated grade is the authority.
 
-Frames (little-endian):
-    observer -> here  b"R" u32 run id, u8 run all tests, u16 n, n x u16 test index
-                      + SCM_RIGHTS [channel, report]
-                      b"K" u32 run id                      kill that run
-    here -> observer  b"C" u32 n, then n bytes of test ids joined by newlines
-                      b"P" u32 n, then n bytes of text     the suite does not collect
-                      b"D" u32 run id, i32 exit status     a run ended
+Frames: ol.grading.protocol defines them (R, K from the observer; C, P, D
+from here) and reads them on the observer's side.  This loop cannot call
+protocol's functions once the suite's code has run, so it packs and unpacks
+them with the layouts (struct.Struct objects, C types) bound beforehand.
+Each run's memory group, when there is one, comes as a third descriptor of
+its R frame: the run joins it first.
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ import select
 import socket
 import sys
 
-from ol.grading import confine
+from ol.grading import confine, protocol
 
 EXIT_THREADS = 5
 
@@ -58,6 +57,12 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     run requests on control_fd until it closes; returns the exit status."""
     # ---- bound before the suite's code runs; nothing else is used afterwards -------------
     fork, waitpid, kill, exit_, getuid, getgid, getpid = os.fork, os.waitpid, os.kill, os._exit, os.getuid, os.getgid, os.getpid
+    wait4 = os.wait4
+    run_head, kill_head, done_frame, sized_head = protocol.RUN_HEAD, protocol.KILL, protocol.DONE, protocol.SIZED_HEAD
+    unpack_run, unpack_kill, pack_done, pack_sized = run_head.unpack_from, kill_head.unpack_from, done_frame.pack, sized_head.pack
+    run_size, kill_size = run_head.size, kill_head.size
+    frame_run, frame_kill, frame_done = protocol.FRAME_RUN, protocol.FRAME_KILL, protocol.FRAME_DONE
+    frame_collected, frame_problem = protocol.FRAME_COLLECTED, protocol.FRAME_PROBLEM
     open_, read, write, close, dup, dup2, closerange = os.open, os.read, os.write, os.close, os.dup, os.dup2, os.closerange
     make_pipe, set_blocking = os.pipe, os.set_blocking
     pidfd_open, wait_readable, setrlimit = os.pidfd_open, select.select, resource.setrlimit
@@ -71,11 +76,12 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     max_fd = limits.open_files
     cap_header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
     no_caps = (ctypes.c_uint32 * 6)()
-    ancillary = socket.CMSG_SPACE(2 * 4)
+    ancillary = socket.CMSG_SPACE(3 * 4)
     rdonly, wronly = os.O_RDONLY, os.O_WRONLY
     limits_now = [(resource.RLIMIT_AS, resource.getrlimit(resource.RLIMIT_AS)),
                   (resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files)),
                   (resource.RLIMIT_FSIZE, (limits.file_size, limits.file_size))]
+    rlimit_cpu = resource.RLIMIT_CPU
     catchable = [n for n in range(1, 65) if n not in (9, 19, 32, 33)]
     sig_dfl, sig_ign, sigpipe = 0, 1, 13
     uid_map = f"{getuid()} {getuid()} 1".encode()
@@ -87,7 +93,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     if isinstance(collected[0], int):
         problem = collected[1]
         text = (problem.get("problem", "") + "\n" + problem.get("detail", "")).encode()
-        sendall(control, b"P" + to_bytes(len(text), 4, byte_order) + text)
+        sendall(control, pack_sized(frame_problem, len(text)) + text)
         return collected[0]
     items, test_ids = collected
     # ---- from here on: only the names bound above -------------------------------------------
@@ -107,43 +113,44 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                 pass
     if len(listdir("/proc/self/task")) != 1:
         text = b"your tests start threads while being collected (at import time); start them inside tests"
-        sendall(control, b"P" + to_bytes(len(text), 4, byte_order) + text)
+        sendall(control, pack_sized(frame_problem, len(text)) + text)
         return EXIT_THREADS
     gc_collect()
     gc_freeze()    # the runs share the collected suite's pages instead of copying them
     joined = "\n".join(test_ids).encode()
-    sendall(control, b"C" + to_bytes(len(joined), 4, byte_order) + joined)
+    sendall(control, pack_sized(frame_collected, len(joined)) + joined)
 
     runs = {}        # pidfd of a run's guard -> (run id, pid, status pipe or -1 once the status is in)
-    statuses = {}    # status pipe -> pidfd: the guard writes the run's exit status there as soon as it has it
+    statuses = {}    # status pipe -> pidfd: the guard writes the run's exit status and processor
+                     # milliseconds (i32, u32) there as soon as it has them
     buffer = b""
     while True:
         ready = wait_readable([control_fd, *runs, *statuses], [], [])[0]
         for fd in ready:
             if fd in statuses:                    # the run ended: say so now; its namespaces go away after
                 try:
-                    data = read(fd, 4)
+                    data = read(fd, 8)
                 except BlockingIOError:           # a new pipe took the number of one closed this round
                     continue
                 guard = statuses.pop(fd)
                 close(fd)
                 run_id, pid, _ = runs[guard]
                 runs[guard] = (run_id, pid, -1)
-                if len(data) == 4:
-                    sendall(control, b"D" + to_bytes(run_id, 4, byte_order) + data)
+                if len(data) == 8:
+                    sendall(control, frame_done + to_bytes(run_id, 4, byte_order) + data)
                     continue
                 runs[guard] = (run_id, pid, -2)   # no status: the guard's own exit will say
                 continue
             if fd in runs:
                 run_id, pid, pipe = runs.pop(fd)
-                status = waitpid(pid, 0)[1]
+                _, status, usage = wait4(pid, 0)
                 close(fd)
                 if pipe >= 0:                     # the guard ended before it could tell
                     statuses.pop(pipe, None)
                     close(pipe)
                 if pipe != -1:
                     code = (128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF
-                    sendall(control, b"D" + to_bytes(run_id, 4, byte_order) + to_bytes(code, 4, byte_order, signed=True))
+                    sendall(control, pack_done(frame_done, run_id, code, int((usage.ru_utime + usage.ru_stime) * 1000)))
                 continue
             if fd != control_fd:
                 continue                          # a descriptor this round already closed
@@ -156,9 +163,9 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
             buffer += data
             while buffer:
                 kind = buffer[:1]
-                if kind == b"K" and len(buffer) >= 5:
-                    victim = from_bytes(buffer[1:5], byte_order)
-                    buffer = buffer[5:]
+                if kind == frame_kill and len(buffer) >= kill_size:
+                    victim = unpack_kill(buffer)[1]
+                    buffer = buffer[kill_size:]
                     for run_id, pid, _ in runs.values():
                         if run_id == victim:
                             try:
@@ -166,16 +173,17 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                             except OSError:
                                 pass
                     continue
-                if kind != b"R" or len(buffer) < 8:
+                if kind != frame_run or len(buffer) < run_size:
                     break
-                count = from_bytes(buffer[6:8], byte_order)
-                if len(buffer) < 8 + 2 * count:
+                _, run_id, run_all, descriptors, cpu_seconds, count = unpack_run(buffer)
+                if len(buffer) < run_size + 2 * count:
                     break
-                run_id, run_all = from_bytes(buffer[1:5], byte_order), buffer[5] == 1
-                order = [from_bytes(buffer[8 + 2 * i:10 + 2 * i], byte_order) for i in range(count)]
-                buffer = buffer[8 + 2 * count:]
+                order = [from_bytes(buffer[run_size + 2 * i:run_size + 2 + 2 * i], byte_order) for i in range(count)]
+                buffer = buffer[run_size + 2 * count:]
+                run_all = run_all == 1
                 channel, report = fds[0], fds[1]
-                fds = fds[2:]
+                memory = fds[2] if descriptors > 2 else -1
+                fds = fds[descriptors:]
                 status_read, status_write = make_pipe()
                 set_blocking(status_read, False)
                 pid = fork()
@@ -183,6 +191,8 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                     # ---- one run: fresh namespaces of its own, then the suite --------------
                     code = 70
                     try:
+                        if memory >= 0:                   # the run's memory group, before anything else
+                            write(memory, b"0")
                         if unshare(_RUN_NAMESPACES) != 0:
                             exit_(70)
                         for path, text in ((b"/proc/self/setgroups", b"deny"), (b"/proc/self/uid_map", uid_map),
@@ -199,9 +209,11 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                                 exit_(70)
                         first = fork()                    # pid 1 of the run's own pid namespace
                         if first != 0:
-                            status = waitpid(first, 0)[1]
+                            _, status, usage = wait4(first, 0)
                             code = (128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF
-                            write(status_write, to_bytes(code, 4, byte_order, signed=True))
+                            cpu_ms = int((usage.ru_utime + usage.ru_stime) * 1000)
+                            write(status_write, to_bytes(code, 4, byte_order, signed=True)
+                                  + to_bytes(cpu_ms, 4, byte_order))
                             exit_(code)
                         prctl(1, 9, 0, 0, 0)              # PR_SET_PDEATHSIG: SIGKILL when its guard goes
                         if capset(cap_header, no_caps) != 0:
@@ -219,6 +231,8 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                                 munmap(int(low, 16), int(high, 16) - int(low, 16))
                         for kind_, value in limits_now:
                             setrlimit(kind_, value)
+                        if cpu_seconds > 0:               # SIGXCPU at the limit, SIGKILL a second later
+                            setrlimit(rlimit_cpu, (cpu_seconds, cpu_seconds + 1))
                         kept_channel, kept_report = dup(channel), dup(report)
                         dup2(kept_channel, 3)
                         dup2(kept_report, 4)
@@ -232,6 +246,8 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                         exit_(code)
                 close(channel)
                 close(report)
+                if memory >= 0:
+                    close(memory)
                 close(status_write)
                 guard = pidfd_open(pid)
                 runs[guard] = (run_id, pid, status_read)

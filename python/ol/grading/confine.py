@@ -22,9 +22,25 @@ README.md here).  The boundary is the kernel:
                                       capabilities and no_new_privs; only its
                                       channel and report descriptors open
 
-Where bubblewrap is missing (a student's macOS laptop) the same processes run
-unconfined: resource limits and the guard's kill of every descendant only.
-`ol check` says so; the instructor's side refuses to grade that way.
+Every confined run also starts with a fresh, empty session keyring and no
+way to use the kernel's keyrings at all (ol.grading.syscalls), and in a
+memory cgroup of its slot where the host allows (ol.grading.memory).  In
+the namespace mode a run has a user namespace of its own too, so nothing
+the kernel keys by user outlives it.
+
+Three modes (choose_mode() picks the best the host allows):
+
+    CONFINED    bwrap and the namespaces above
+    BY_UID      where namespaces are refused (Docker's default seccomp
+                profile, as on Gradescope) and the grader is root: no
+                sandbox, but each run as an unprivileged user of its own,
+                restricted by Landlock to reading the Python installation,
+                the system's libraries and its own kit and writing its own
+                temporary folder; no socket, SysV IPC or message queue
+                (seccomp); every process of that user killed when it ends
+    UNCONFINED  a student's laptop (macOS, no bubblewrap): resource limits
+                and the guard's kill of every descendant only.  `ol check`
+                says so; the instructor's side refuses to grade that way
 """
 
 from __future__ import annotations
@@ -42,8 +58,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-CONFINED, UNCONFINED = "confined", "unconfined"
-RUN_UID_BASE = 61000          # the runs' unprivileged users: RUN_UID_BASE + slot
+from ol.grading import landlock, syscalls
+
+CONFINED, BY_UID, UNCONFINED = "confined", "confined-by-uid", "unconfined"
+MODES = (CONFINED, BY_UID, UNCONFINED)
+RUN_UID_BASE = 610000         # the runs' unprivileged users: blocks of UID_BLOCK from here (UidBlock)
+UID_BLOCK = 64
+UID_BLOCKS = 1000
+UID_LOCKS = ("/run/lock", "/var/lock", "/tmp")   # where the blocks in use are locked (machine-wide)
 KIT = "/kit"                  # inside the sandbox: the files a run may read
 RUNTIME = "/opt/tinyllm-ol"   # inside the sandbox: the `ol` package, read-only
 
@@ -51,7 +73,9 @@ _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 _CLONE_NEWPID, _CLONE_NEWNET = 0x20000000, 0x40000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
+_CLONE_NEWUSER = 0x10000000
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER, _PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+_CAP_VERSION_3 = 0x20080522
 
 
 class ConfinementError(Exception):
@@ -61,14 +85,18 @@ class ConfinementError(Exception):
 @dataclass(frozen=True)
 class Limits:
     """What one run may use.  address_space is added to the warm process's
-    own size (a fork starts with it); cpu_seconds is a backstop, the observer
-    enforces wall-clock time."""
+    own size (a fork starts with it), per process; memory bounds all the
+    run's processes together (ol.grading.memory: a cgroup, or processes x
+    address_space where there is none).  cpu_seconds is the processor time
+    each process may use (the kernel ends it with SIGXCPU, then SIGKILL a
+    second later): the time limit that does not depend on the machine's load."""
 
     address_space: int = 2 << 30
     cpu_seconds: int = 600
     file_size: int = 64 << 20
     processes: int = 64
     open_files: int = 256
+    memory: int = 2 << 30
 
 
 # ---- is bubblewrap here? ------------------------------------------------------------------
@@ -100,16 +128,112 @@ def bubblewrap() -> tuple[bool, str]:
     return _probe
 
 
-def _environment_roots() -> set[str]:
-    """The folders of this Python's installation: its prefixes, its
-    executable's folder and its site-packages."""
-    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
-               os.path.dirname(sys.executable), *site.getsitepackages()}
-    return {os.path.realpath(f) for f in folders if f}
+def choose_mode(wanted: str = "auto") -> tuple[str, str]:
+    """(mode, why): the strongest confinement this host allows, or the one
+    `wanted` (a mode name) if it is possible; why explains a mode below
+    CONFINED (what is missing), or why `wanted` cannot be had."""
+    if wanted not in ("auto", *MODES):
+        raise ValueError(f"confinement must be auto, {', '.join(MODES)}; got {wanted!r}")
+    namespaces, no_namespaces = bubblewrap()
+    if wanted in ("auto", CONFINED) and namespaces:
+        return CONFINED, ""
+    by_uid, no_uid = uid_mode()
+    if wanted == CONFINED:
+        return UNCONFINED, no_namespaces
+    if wanted in ("auto", BY_UID) and by_uid:
+        return BY_UID, no_namespaces if wanted == "auto" else ""
+    if wanted == BY_UID:
+        return UNCONFINED, no_uid
+    return UNCONFINED, no_namespaces + ("" if wanted == UNCONFINED else f"; and {no_uid}")
+
+
+_uid_probe: tuple[bool, str] | None = None
+
+
+def uid_mode() -> tuple[bool, str]:
+    """(usable, why not): BY_UID needs root, Linux with Landlock, and a
+    Python installation that an unprivileged user can read (each run is
+    one).  Probed once, in a child that becomes such a user."""
+    global _uid_probe
+    if _uid_probe is None:
+        if not sys.platform.startswith("linux") or os.geteuid() != 0:
+            _uid_probe = (False, "confining runs by user needs Linux and a grader running as root")
+        elif landlock.abi() < 1:
+            _uid_probe = (False, "confining runs by user needs Landlock (Linux 5.13 or later, enabled in the "
+                                 "kernel's lsm= list), which this kernel does not offer")
+        elif not syscalls.supported():
+            _uid_probe = (False, f"confining runs by user needs a seccomp filter for this architecture "
+                                 f"({os.uname().machine}); x86_64 and aarch64 have one")
+        else:
+            unreadable = _unreadable_to_others(_python_files())
+            _uid_probe = (not unreadable, f"confining runs by user needs this Python readable by other users; "
+                                          f"{unreadable} is not (make its folders world-readable, e.g. "
+                                          "chmod o+rx, or use a Python installed outside a private home folder)")
+    return _uid_probe
+
+
+def _python_files() -> list[str]:
+    """Files a run's Python reads: the interpreter, the standard library,
+    numpy, pytest and hypothesis."""
+    import importlib.util
+
+    files = [os.path.realpath(sys.executable), os.__file__]
+    for name in ("numpy", "pytest", "_pytest", "hypothesis", "pluggy"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            files.append(spec.origin)
+    return files
+
+
+def _unreadable_to_others(paths: list[str]) -> str:
+    """The first of `paths` an unprivileged user cannot read ("" if none)."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read_fd)
+            os.setgroups([])
+            os.setresgid(RUN_UID_BASE - 1, RUN_UID_BASE - 1, RUN_UID_BASE - 1)
+            os.setresuid(RUN_UID_BASE - 1, RUN_UID_BASE - 1, RUN_UID_BASE - 1)
+            for path in paths:
+                try:
+                    with open(path, "rb") as f:
+                        f.read(1)
+                except OSError:
+                    os.write(write_fd, path.encode())
+                    break
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as pipe:
+        failed = pipe.read().decode(errors="replace")
+    os.waitpid(pid, 0)
+    return failed
+
+
+def installation_roots() -> list[str]:
+    """The folders of this Python's installation (real paths): its
+    prefixes, its executable's folder and its site-packages.  All a run
+    needs of the host beyond /usr and /etc; no path that sys.path or a .pth
+    file adds (an editable install's checkout, PYTHONPATH) is among them."""
+    folders = {sys.prefix, sys.base_prefix, sys.exec_prefix, getattr(sys, "base_exec_prefix", sys.exec_prefix),
+               os.path.dirname(os.path.realpath(sys.executable)), os.path.dirname(sys.executable),
+               *site.getsitepackages()}
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else ""
+    if user_site and user_site in sys.path:
+        folders.add(user_site)
+    return sorted({os.path.realpath(f) for f in folders if f and os.path.exists(f)})
+
+
+def within_installation(path: str) -> bool:
+    """Whether `path` (a real path) lies in this Python's installation."""
+    return any(path == root or path.startswith(root + os.sep) for root in installation_roots())
 
 
 def _environment_under_tmp() -> str | None:
-    return next((f for f in sorted(_environment_roots()) if f == "/tmp" or f.startswith("/tmp/")), None)
+    return next((f for f in installation_roots() if f == "/tmp" or f.startswith("/tmp/")), None)
 
 
 def bwrap_command(ol_package: Path, hidden: Path, python: str = sys.executable) -> list[str]:
@@ -144,11 +268,10 @@ def bwrap_command(ol_package: Path, hidden: Path, python: str = sys.executable) 
 
 
 def _system_paths(python: str, hidden: Path) -> list[str]:
-    """Read-only host paths a Python with numpy needs: /usr, /etc, the
-    interpreter's prefixes and every sys.path folder, except the home folder
-    itself and anything under `hidden`."""
-    wanted = {"/usr", "/etc", sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(python))}
-    wanted.update(p for p in sys.path if p and os.path.isdir(p))
+    """Read-only host paths a Python with numpy needs: /usr, /etc and this
+    Python's installation (installation_roots: not the other folders on
+    sys.path), except the home folder itself and anything under `hidden`."""
+    wanted = {"/usr", "/etc", os.path.dirname(os.path.realpath(python)), *installation_roots()}
     home = os.path.expanduser("~")
     kept = []
     for path in sorted({os.path.realpath(p) for p in wanted}):
@@ -198,8 +321,9 @@ def set_subreaper() -> None:
         _call("prctl", _PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def run_confined(body, *, mode: str, slot: int, limits: Limits, keep_fds: dict[int, int], fault_fd: int,
-                 scratch: Path | None = None, dumpable: bool = False) -> int:
+def run_confined(body, *, mode: str, user: int, limits: Limits, keep_fds: dict[int, int], fault_fd: int,
+                 scratch: Path | None = None, dumpable: bool = False, memory_fd: int = -1,
+                 readable: tuple[str, ...] = ()) -> int:
     """Fork the guard, init and run processes described above; in the run,
     call body(kept descriptors) and exit with its return value.  In the
     caller, return the guard's pid; the guard exits with the run's status
@@ -208,30 +332,42 @@ def run_confined(body, *, mode: str, slot: int, limits: Limits, keep_fds: dict[i
     keep_fds maps descriptors of the caller to the numbers they get in the
     run (everything else is closed there).  A fault of the confinement
     itself (a mount refused, say) is written to fault_fd, which the run
-    never holds, so a run cannot fake one.  Unconfined, the run's temporary
-    folder is a fresh folder under `scratch`, removed when the run ends.
+    never holds, so a run cannot fake one.  Outside the namespace mode, the
+    run's temporary folder is a fresh folder under `scratch`, removed when
+    the run ends.  memory_fd (>= 0) is the slot's memory cgroup's
+    cgroup.procs: the guard joins it first, so every process of the run is
+    counted there.  readable: what a run confined by uid may read besides
+    the Python installation and the system (its kit).
     """
     guard = os.fork()
     if guard:
         return guard
     try:
-        _guard(body, mode, slot, limits, keep_fds, fault_fd, scratch, dumpable)
+        _guard(body, mode, user, limits, keep_fds, fault_fd, scratch, dumpable, memory_fd, readable)
     except BaseException as error:
         _report_fault(fault_fd, error)
         os._exit(70)
 
 
-def _guard(body, mode, slot, limits, keep_fds, fault_fd, scratch, dumpable) -> None:
+def join_memory_group(memory_fd: int) -> None:
+    """Move this process (and so all it will start) into a memory cgroup."""
+    if memory_fd >= 0:
+        os.write(memory_fd, b"0")
+
+
+def _guard(body, mode, user, limits, keep_fds, fault_fd, scratch, dumpable, memory_fd, readable) -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE):
         signal.signal(number, signal.SIG_DFL)
+    join_memory_group(memory_fd)
     confined = mode == CONFINED
+    uid = run_uid(user) if mode != UNCONFINED else None
+    private = None
     if confined:
         _call("unshare", _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS)
         _call("mount", b"none", b"/", None, _MS_REC | _MS_PRIVATE, None)
         _call("mount", KIT.encode(), KIT.encode(), None, _MS_BIND | _MS_REC, None)
         _call("mount", b"none", KIT.encode(), None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV, None)
-        uid = run_uid(slot)
         owner = f",uid={uid},gid={uid}" if uid is not None else ""
         _call("mount", b"tmpfs", b"/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV, f"size=512m,mode=0700{owner}".encode())
         if os.path.isdir("/dev/shm"):
@@ -240,22 +376,27 @@ def _guard(body, mode, slot, limits, keep_fds, fault_fd, scratch, dumpable) -> N
         set_subreaper()
         scratch.mkdir(parents=True, exist_ok=True)
         private = tempfile.mkdtemp(dir=scratch)
+        if uid is not None:
+            os.chown(private, uid, uid)
         os.environ.update(TMPDIR=private, HOME=private)
     init = os.fork()
     if init == 0:
         try:
-            _init(body, mode, slot, limits, keep_fds, fault_fd, dumpable, guard=os.getppid())
+            _init(body, mode, user, limits, keep_fds, fault_fd, dumpable, guard=os.getppid(),
+                  readable=(*readable, private) if private else readable)
         except BaseException as error:
             _report_fault(fault_fd, error)
             os._exit(70)
     _, status = os.waitpid(init, 0)
     if not confined:
         kill_descendants()
+        if uid is not None:
+            kill_user(uid)
         shutil.rmtree(private, ignore_errors=True)
     os._exit(_exit_code(status))
 
 
-def _init(body, mode, slot, limits, keep_fds, fault_fd, dumpable, guard: int) -> None:
+def _init(body, mode, user, limits, keep_fds, fault_fd, dumpable, guard: int, readable: tuple) -> None:
     if sys.platform.startswith("linux"):
         _call("prctl", _PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != guard:
@@ -265,7 +406,7 @@ def _init(body, mode, slot, limits, keep_fds, fault_fd, dumpable, guard: int) ->
     run = os.fork()
     if run == 0:
         try:
-            enter_run(mode, slot, limits, dumpable=dumpable)
+            enter_run(mode, user, limits, dumpable=dumpable, readable=readable)
         except BaseException as error:
             _report_fault(fault_fd, error)
             os._exit(70)
@@ -280,46 +421,130 @@ def _init(body, mode, slot, limits, keep_fds, fault_fd, dumpable, guard: int) ->
             os._exit(_exit_code(status))
 
 
-def run_plain(body, *, limits: Limits, keep_fds: dict[int, int]) -> int:
+def run_plain(body, *, limits: Limits, keep_fds: dict[int, int], memory_fd: int = -1) -> int:
     """Fork one process for trusted code (a variant of the course's own
-    module): resource limits and only the kept descriptors, no namespaces.
-    Returns its pid; it exits with body()'s return value."""
+    module): resource limits, its slot's memory group and only the kept
+    descriptors, no namespaces.  Returns its pid; it exits with body()'s
+    return value."""
     pid = os.fork()
     if pid:
         return pid
     code = 70
     try:
-        _set_limits(limits)
+        join_memory_group(memory_fd)
+        _set_limits(limits, user_of_its_own=False)
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         code = body(move_fds(keep_fds))
     finally:
         os._exit(code)
 
 
-def enter_run(mode: str, slot: int, limits: Limits, *, dumpable: bool = False) -> None:
-    """In the process that is about to run untrusted code: resource limits,
-    then (as root) the run's own unprivileged user, then no_new_privs.
+def enter_run(mode: str, user: int, limits: Limits, *, dumpable: bool = False, readable: tuple = ()) -> None:
+    """In the process that is about to run untrusted code:
+
+        resource limits
+        (as root) the run's own unprivileged user, with a fresh, empty session keyring
+        no_new_privs
+        CONFINED: a user namespace of its own (unless dumpable: the shared mode's
+                  collector gives one to each of its runs), no capabilities
+        BY_UID:   Landlock: read the installation, the system and `readable`,
+                  write only its temporary folder
+        a seccomp filter: no keyring; BY_UID: no socket, SysV IPC, message queue
+
     dumpable keeps /proc/self writable by that user (a collector needs it to
     give each run its own user namespace)."""
-    _set_limits(limits)
+    uid = run_uid(user) if mode != UNCONFINED else None
+    _set_limits(limits, user_of_its_own=uid is not None)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as Python starts: a closed peer is an error, not death
-    uid = run_uid(slot) if mode == CONFINED else None
     if uid is not None:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
-    if sys.platform.startswith("linux"):
-        _call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        if dumpable:
-            _call("prctl", _PR_SET_DUMPABLE, 1, 0, 0, 0)
     if mode == CONFINED:
         os.environ.update(HOME="/tmp", TMPDIR="/tmp")
+    tempfile.tempdir = None   # the run's own, not one the warm process may have cached
+    if sys.platform.startswith("linux"):
+        if mode != UNCONFINED:
+            syscalls.join_fresh_session_keyring()
+        _call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        if mode == CONFINED and not dumpable:
+            _own_user_namespace()
+        if dumpable:
+            _call("prctl", _PR_SET_DUMPABLE, 1, 0, 0, 0)
+        if mode == BY_UID:
+            system = ["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/dev/urandom", "/dev/random",
+                      "/dev/zero"]
+            private = os.environ.get("TMPDIR", "")
+            landlock.restrict(readable=[*system, *installation_roots(), *[r for r in readable if r != private]],
+                              writable=[private] if private else [])
+        if mode != UNCONFINED:
+            syscalls.refuse(syscalls.KEYRING + (syscalls.SHARED_OBJECTS if mode == BY_UID else ()))
     os.chdir(os.environ.get("TMPDIR") or "/tmp")
 
 
-def run_uid(slot: int) -> int | None:
-    """The unprivileged user of a run in `slot`, when we may switch users."""
-    return RUN_UID_BASE + slot if os.geteuid() == 0 else None
+def _own_user_namespace() -> None:
+    """A user namespace of this run's own, mapping its user to itself; no
+    capabilities in it.  What the kernel keys by user (the per-user
+    keyrings, their quota) lives in the namespace and dies with the run."""
+    uid, gid = os.getuid(), os.getgid()
+    _call("prctl", _PR_SET_DUMPABLE, 1, 0, 0, 0)   # /proc/self/*_map stay ours to write after setuid
+    _call("unshare", _CLONE_NEWUSER)
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+    _call("prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
+    _call("capset", header, (ctypes.c_uint32 * 6)())
+
+
+def run_uid(user: int) -> int | None:
+    """The run's unprivileged user (a uid the observer's UidBlock holds),
+    when we may switch users."""
+    return user if os.geteuid() == 0 else None
+
+
+class UidBlock:
+    """A block of UID_BLOCK-sized ranges of run users, held (flock on a file
+    of /run/lock) for as long as this object lives, so that no two graders
+    on one machine (two students of `ol grade --jobs 2`) share a user at
+    the same time.
+
+        block = UidBlock(count=10)     block.uid(i) for i < 10    block.close()
+    """
+
+    def __init__(self, count: int):
+        import fcntl
+
+        needed = -(-count // UID_BLOCK)
+        folder = next((f for f in UID_LOCKS if os.access(f, os.W_OK)), None)
+        self.fds: list[int] = []
+        if folder is None or os.geteuid() != 0:   # no users to switch to: any base will do
+            self.base = RUN_UID_BASE
+            return
+        for start in range(0, UID_BLOCKS - needed + 1):
+            fds = []
+            for index in range(start, start + needed):
+                fd = os.open(os.path.join(folder, f"tinyllm-ol-uids-{index}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    os.close(fd)
+                    break
+                fds.append(fd)
+            if len(fds) == needed:
+                self.fds, self.base = fds, RUN_UID_BASE + start * UID_BLOCK
+                return
+            for fd in fds:
+                os.close(fd)
+        raise ConfinementError(f"no free block of {count} run users: {UID_BLOCKS} graders already run here")
+
+    def uid(self, index: int) -> int:
+        return self.base + index
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
 
 
 def move_fds(keep_fds: dict[int, int]) -> dict[int, int]:
@@ -347,21 +572,25 @@ def move_fds(keep_fds: dict[int, int]) -> dict[int, int]:
     return dict(zip(keep_fds, keep_fds.values()))
 
 
-def _set_limits(limits: Limits) -> None:
+def _set_limits(limits: Limits, *, user_of_its_own: bool) -> None:
+    """The run's resource limits.  RLIMIT_NPROC counts a user's processes:
+    set only where the run has a user of its own.  RLIMIT_CPU: SIGXCPU at
+    the limit, SIGKILL a second later (a run may catch SIGXCPU)."""
     size = _address_space_now()
     wanted = [
-        (resource.RLIMIT_AS, size + limits.address_space),
-        (resource.RLIMIT_CPU, limits.cpu_seconds),
-        (resource.RLIMIT_FSIZE, limits.file_size),
-        (resource.RLIMIT_NOFILE, limits.open_files),
-        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_AS, size + limits.address_space, 0),
+        (resource.RLIMIT_CPU, limits.cpu_seconds, 1),
+        (resource.RLIMIT_FSIZE, limits.file_size, 0),
+        (resource.RLIMIT_NOFILE, limits.open_files, 0),
+        (resource.RLIMIT_CORE, 0, 0),
     ]
-    if os.geteuid() == 0:  # counted per user: only meaningful for the run's own user
-        wanted.append((resource.RLIMIT_NPROC, limits.processes))
-    for kind, value in wanted:
+    if user_of_its_own:
+        wanted.append((resource.RLIMIT_NPROC, limits.processes, 0))
+    for kind, value, grace in wanted:
         soft, hard = resource.getrlimit(kind)
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        resource.setrlimit(kind, (value, value))
+        top = value + grace if hard == resource.RLIM_INFINITY else min(value + grace, hard)
+        resource.setrlimit(kind, (value, top))
 
 
 def _address_space_now() -> int:
@@ -384,6 +613,30 @@ def _report_fault(fault_fd: int, error: BaseException) -> None:
         os.write(fault_fd, f"the run could not be confined: {error!r}\n".encode())
     except OSError:
         pass
+
+
+def kill_user(uid: int) -> None:
+    """SIGKILL every process of `uid` (a run's own user) until none is left."""
+    wanted = f"\nUid:\t{uid}\t"
+    for _ in range(50):
+        found = []
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                try:
+                    with open(f"/proc/{name}/status") as status:
+                        text = status.read()
+                    if wanted in text and "\nState:\tZ" not in text:   # a zombie is dead already
+                        found.append(int(name))
+                except OSError:
+                    continue
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.001)
 
 
 def kill_descendants() -> None:

@@ -16,12 +16,19 @@ With start_method="spawn" there are no warm processes and no fork: every run
 is a fresh interpreter (in its own bwrap when confined) that sets itself up,
 runs once and exits; its exit status is observed by this process directly.
 Slower, and what macOS and Windows laptops would use.
+
+Time: a run's time_limit is processor time, per process, enforced by the
+kernel (RLIMIT_CPU), so a verdict does not depend on how loaded the machine
+is; this process's own clock stops a run only at WALL_FACTOR times that (a
+run that sleeps or blocks uses no processor).
+
+What runs write is read by ol.grading.protocol alone: report lines and
+collector frames, bounded, never raising.
 """
 
 from __future__ import annotations
 
-import array
-import json
+import math
 import os
 import select
 import shutil
@@ -31,20 +38,29 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ol.grading import confine
+from ol.grading import confine, protocol
+from ol.grading.memory import MemoryBound
+from ol.grading.protocol import FrameReader, RunRequest
 from ol.grading.wire import PeerGone, WireError, recv_message, send_message
 
 OL_PACKAGE = Path(__file__).resolve().parents[1]   # the `ol` package: all a sandbox sees of the kit's code
 READY_TIMEOUT = 180.0    # seconds a warm process may take to import numpy, pytest and the rest
 KILL_GRACE = 20.0        # seconds a killed run may take to be reported
+WALL_FACTOR = 3.0        # a run is stopped by the clock at this many times its processor time limit
 
 
 class EngineFault(Exception):
     """The grader's own machinery failed (a sandbox died or would not start):
     an internal fault, never a verdict."""
+
+
+class SuiteBroke(Exception):
+    """The shared mode's collected suite (the suite's own process) wrote into
+    the grader's connection what is not a frame: the suite is rejected."""
 
 
 @dataclass(frozen=True)
@@ -60,12 +76,22 @@ class Setup:
 @dataclass
 class Run:
     """One run: an anonymous request for the tests' side, the variant for the
-    implementation's side, and the time the tests may take."""
+    implementation's side, and the processor time each of its processes may
+    take (seconds; the clock stops it at WALL_FACTOR times that)."""
 
     id: int
-    tests: dict | Callable[[], dict]   # a callable is asked at start time (the test order can change)
-    impl: dict
+    tests: RunRequest | Callable[[], RunRequest]   # a callable is asked at start time (the order can change)
+    impl: RunRequest
     time_limit: float
+    wall_limit: float | None = None   # the clock's own deadline (default WALL_FACTOR x time_limit)
+
+    @property
+    def cpu_seconds(self) -> int:
+        return max(1, math.ceil(self.time_limit))
+
+    @property
+    def deadline(self) -> float:
+        return self.wall_limit if self.wall_limit is not None else WALL_FACTOR * self.time_limit
 
 
 @dataclass
@@ -79,6 +105,8 @@ class Outcome:
     impl_report: list[dict] = field(default_factory=list)
     impl_stopped: bool = False       # the implementation run was ended on the observer's request
     fault: str | None = None         # the sandbox failed to confine or run it
+    cpu_seconds: float | None = None         # processor time of the tests run, all its processes (None: unknown)
+    impl_cpu_seconds: float | None = None    # the same for the implementation run
 
 
 # ---- one warm process --------------------------------------------------------------------
@@ -87,10 +115,11 @@ class Outcome:
 class _Sandbox:
     """A process running ol.grading.zygote, in bwrap when confined."""
 
-    def __init__(self, setup: Setup, mode: str, hidden: Path, spawn_once: bool = False):
-        self.setup, self.mode = setup, mode
+    def __init__(self, setup: Setup, mode: str, hidden: Path, limits: confine.Limits, runtime: str,
+                 spawn_once: bool = False):
+        self.setup, self.mode, self.runtime = setup, mode, runtime
         ours, theirs = socket.socketpair()
-        boot = (f"import sys; sys.path.insert(0, {str(self._runtime())!r}); "
+        boot = (f"import sys; sys.path.insert(0, {runtime!r}); "
                 f"from ol.grading.zygote import {'main_once' if spawn_once else 'main'} as m; m({theirs.fileno()})")
         command = [sys.executable, "-c", boot]
         env = dict(setup.header.get("env", {}), OL_ROLE=setup.role)   # names the sandbox in `ps`
@@ -104,19 +133,16 @@ class _Sandbox:
         self.control = ours
         self.stderr = bytearray()
         os.set_blocking(self.process.stderr.fileno(), False)
-        header = dict(setup.header, op="setup", role=setup.role, mode=mode,
+        header = dict(setup.header, op="setup", role=setup.role, mode=mode, limits=dataclasses.asdict(limits),
                       kit=confine.KIT if mode == confine.CONFINED else None)
         names = list(setup.files)
         header["files"] = {name: index for index, name in enumerate(names)}
         self.header = header
         self.buffers = [setup.files[name] for name in names]
 
-    def _runtime(self) -> str:
-        return confine.RUNTIME if self.mode == confine.CONFINED else str(OL_PACKAGE.parent)
-
     def send_setup(self, kit: str) -> None:
         header = dict(self.header, kit=self.header["kit"] or kit)
-        header["sys_path"] = [self._runtime(), *header["sys_path"]]
+        header["sys_path"] = [self.runtime, *header["sys_path"]]
         try:
             send_message(self.control, header, self.buffers)
         except OSError as error:
@@ -148,9 +174,14 @@ class _Sandbox:
         except (BlockingIOError, OSError, ValueError):
             pass
 
-    def start_run(self, run_id: int, request: dict, channel: socket.socket, slot: int) -> None:
-        send_message(self.control, dict(request, op="run", id=run_id, slot=slot, fds=1))
-        socket.send_fds(self.control, [b"F"], [channel.fileno()])
+    def start_run(self, run_id: int, request: RunRequest, channel: socket.socket, user: int,
+                  memory_fd: int = -1) -> None:
+        """Ask for one run as `user`, on `channel`, in the memory group whose
+        cgroup.procs is memory_fd (-1: none)."""
+        fds = [channel.fileno()] + ([memory_fd] if memory_fd >= 0 else [])
+        request = dataclasses.replace(request, user=user)
+        send_message(self.control, request.header(run_id, fds=len(fds)))
+        socket.send_fds(self.control, [b"F"], fds)
 
     def kill_run(self, run_id: int) -> None:
         try:
@@ -176,12 +207,15 @@ class _Sandbox:
 SCRATCH_PREFIX = "ol-sandbox-"
 
 
-def make_scratch() -> str:
-    """A private host folder for unconfined sandboxes' files, marked with our
-    pid; folders left by an `ol` that was killed are removed first."""
+def make_scratch(mode: str = confine.UNCONFINED) -> str:
+    """A private host folder for the sandboxes' files outside the namespace
+    mode, marked with our pid; folders left by an `ol` that was killed are
+    removed first.  Confined by uid, the runs (other users) must reach their
+    kits in it: it is then made in /tmp (TMPDIR may lie in a private
+    folder), traversable but not listable (0711)."""
     import tempfile
 
-    base = Path(tempfile.gettempdir())
+    base = Path(tempfile.gettempdir() if mode != confine.BY_UID or _traversable(tempfile.gettempdir()) else "/tmp")
     for old in base.glob(SCRATCH_PREFIX + "*"):
         try:
             owner = int((old / "owner").read_text())
@@ -190,9 +224,28 @@ def make_scratch() -> str:
             shutil.rmtree(old, ignore_errors=True)
         except (OSError, ValueError):
             continue
-    folder = tempfile.mkdtemp(prefix=SCRATCH_PREFIX)
+    folder = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=base)
     Path(folder, "owner").write_text(str(os.getpid()))
+    if mode == confine.BY_UID:
+        os.chmod(folder, 0o711)
     return folder
+
+
+def _traversable(folder: str) -> bool:
+    """Whether every folder from / down to `folder` lets other users through."""
+    path = Path(folder).resolve()
+    return all(os.stat(p).st_mode & 0o001 for p in [path, *path.parents])
+
+
+def runtime_copy(scratch: str) -> str:
+    """A copy of the `ol` package that the runs' users can read (confined by
+    uid the kit's own copy may lie in a private folder); the folder to put
+    on sys.path."""
+    runtime = Path(scratch, "runtime")
+    shutil.copytree(OL_PACKAGE, runtime / "ol", ignore=shutil.ignore_patterns("__pycache__"))
+    for path in [runtime, *runtime.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    return str(runtime)
 
 
 def stop_process(process: subprocess.Popen) -> None:
@@ -223,9 +276,12 @@ class Engine:
     """
 
     def __init__(self, tests: Setup | None, impl: Setup, *, mode: str, hidden: Path, workers: int = 2,
-                 start_method: str = "fork", sharing: str = "isolated", course: Setup | None = None):
+                 start_method: str = "fork", sharing: str = "isolated", course: Setup | None = None,
+                 limits: confine.Limits | None = None):
         if start_method not in ("fork", "spawn"):
             raise ValueError(f"start_method must be 'fork' or 'spawn', got {start_method!r}")
+        if mode not in confine.MODES:
+            raise ValueError(f"mode must be one of {', '.join(confine.MODES)}; got {mode!r}")
         if sharing not in ("isolated", "shared") or (sharing == "shared" and (start_method != "fork" or mode != confine.CONFINED)):
             raise ValueError(f"sharing must be 'isolated', or 'shared' with the fork start method, confined; got {sharing!r}")
         self.sharing = sharing
@@ -235,25 +291,53 @@ class Engine:
         self.setups = {role: setup for role, setup in (("tests", tests), ("impl", impl), ("course", course)) if setup}
         self.mode, self.workers, self.start_method = mode, max(1, workers), start_method
         self.hidden = Path(hidden)   # the repository: never visible in a sandbox
-        self.kit = None              # unconfined: a private folder of the host for the kits
+        self.kit = None              # outside the namespace mode: a private folder of the host for the kits
         self.sandboxes: dict[str, _Sandbox] = {}
-        self.uid_slot_base = 2 * workers * (os.getpid() % 400)
+        self.wanted_limits = limits or confine.Limits()
+        self.limits = self.wanted_limits
+        self.users: confine.UidBlock | None = None
+        self.memory: MemoryBound | None = None
+        self.runtime = confine.RUNTIME if mode == confine.CONFINED else str(OL_PACKAGE.parent)
+
+    # users and memory groups by slot: the tests' side 2 * slot, the implementation's 2 * slot + 1,
+    # the shared mode's collector 2 * workers
+    def _slots(self) -> int:
+        return 2 * self.workers + 1
+
+    def user(self, index: int) -> int:
+        return self.users.uid(index)
+
+    def memory_fd(self, index: int) -> int:
+        return self.memory.join_fd(index) if self.memory is not None else -1
+
+    def memory_bound(self) -> str:
+        """Which memory bound is in force (ol.grading.memory)."""
+        return self.memory.describe() if self.memory is not None else ""
 
     def __enter__(self) -> Engine:
-        if self.mode != confine.CONFINED:
-            self.kit = make_scratch()
-        if self.start_method == "fork":
-            try:
+        try:
+            self.users = confine.UidBlock(self._slots())
+            self.memory = MemoryBound.make(self._slots(), self.wanted_limits.memory,
+                                           per_user=os.geteuid() == 0 and self.mode != confine.UNCONFINED)
+            self.limits = self.memory.limits(self.wanted_limits)
+            if self.mode != confine.CONFINED:
+                self.kit = make_scratch(self.mode)
+                if self.mode == confine.BY_UID:
+                    self.runtime = runtime_copy(self.kit)
+            if self.start_method == "fork":
                 for role, setup in self.setups.items():
-                    self.sandboxes[role] = _Sandbox(setup, self.mode, self.hidden)
+                    self.sandboxes[role] = self._sandbox(setup)
                 for role, sandbox in self.sandboxes.items():
                     sandbox.send_setup(self._kit_for(role))
                 for sandbox in self.sandboxes.values():
                     self._await_ready(sandbox)
-            except BaseException:
-                self.close()
-                raise
+        except BaseException:
+            self.close()
+            raise
         return self
+
+    def _sandbox(self, setup: Setup, spawn_once: bool = False) -> _Sandbox:
+        return _Sandbox(setup, self.mode, self.hidden, self.limits, self.runtime, spawn_once=spawn_once)
 
     def __exit__(self, *exc) -> None:
         self.close()
@@ -268,6 +352,10 @@ class Engine:
         if self.kit is not None:
             shutil.rmtree(self.kit, ignore_errors=True)
             self.kit = None
+        if self.memory is not None:
+            self.memory.close()
+        if self.users is not None:
+            self.users.close()
 
     def _kit_for(self, role: str) -> str:
         return os.path.join(self.kit, role) if self.kit else ""
@@ -344,13 +432,14 @@ class Engine:
 
     def _start(self, run: Run, slot: int, impl: _Sandbox) -> _Active:
         request = run.tests() if callable(run.tests) else run.tests
-        tests = self.sandboxes["course" if request.get("suite") == "course" and "course" in self.sandboxes else "tests"]
+        request = dataclasses.replace(request, cpu_seconds=run.cpu_seconds)
+        tests = self.sandboxes["course" if request.suite == "course" and "course" in self.sandboxes else "tests"]
         ours, theirs = socket.socketpair()
-        uid_slot = self.uid_slot_base + 2 * slot
         side = tests
         try:
-            impl.start_run(run.id, run.impl, ours, uid_slot + 1)
-            if self.sharing == "shared" and request.get("mode") == "grade":
+            impl.start_run(run.id, dataclasses.replace(run.impl, cpu_seconds=run.cpu_seconds), ours,
+                           self.user(2 * slot + 1), self.memory_fd(2 * slot + 1))
+            if self.sharing == "shared" and request.mode == "grade":
                 side = self._collector(tests, run.time_limit)
                 if side.problem == {"problem": "isolate"}:
                     # the suite calls the code under test while it is imported: that needs a
@@ -360,7 +449,7 @@ class Engine:
                     item = _Active(run, slot, side)
                     self._done(item, True, {"exit": side.problem_exit, "report": [side.problem]}, impl)
                     return item
-            side.start_run(run.id, request, theirs, uid_slot)
+            side.start_run(run.id, request, theirs, self.user(2 * slot), self.memory_fd(2 * slot))
         finally:
             ours.close()
             theirs.close()
@@ -369,7 +458,8 @@ class Engine:
     def _collector(self, tests: _Sandbox, time_limit: float) -> _CollectorLink:
         """The local check's collected suite, started on first use."""
         if self.link is None:
-            self.link = _CollectorLink(tests, self.uid_slot_base + 2 * self.workers, time_limit)
+            index = 2 * self.workers
+            self.link = _CollectorLink(tests, self.user(index), self.memory_fd(index), time_limit)
         return self.link
 
     # ---- spawn: one fresh interpreter per side per run ------------------------------------
@@ -383,13 +473,14 @@ class Engine:
             while pending and free_slots:
                 run, slot = pending.pop(0), free_slots.pop(0)
                 ours, theirs = socket.socketpair()
-                uid_slot = self.uid_slot_base + 2 * slot
                 request = run.tests() if callable(run.tests) else run.tests
-                role = "course" if request.get("suite") == "course" and "course" in self.setups else "tests"
-                impl = _Spawned(self.setups["impl"], self.mode, self.hidden, run.impl, ours, uid_slot + 1,
-                                self._kit_for(f"impl-{run.id}"))
-                tests = _Spawned(self.setups[role], self.mode, self.hidden, request, theirs, uid_slot,
-                                 self._kit_for(f"tests-{run.id}"))
+                role = "course" if request.suite == "course" and "course" in self.setups else "tests"
+                impl = _Spawned(self._sandbox(self.setups["impl"], spawn_once=True),
+                                dataclasses.replace(run.impl, cpu_seconds=run.cpu_seconds), ours,
+                                self.user(2 * slot + 1), self.memory_fd(2 * slot + 1), self._kit_for(f"impl-{run.id}"))
+                tests = _Spawned(self._sandbox(self.setups[role], spawn_once=True),
+                                 dataclasses.replace(request, cpu_seconds=run.cpu_seconds), theirs,
+                                 self.user(2 * slot), self.memory_fd(2 * slot), self._kit_for(f"tests-{run.id}"))
                 ours.close(), theirs.close()
                 active.append((run, tests, impl, slot))
             time.sleep(0.005)
@@ -397,7 +488,7 @@ class Engine:
                 run, tests, impl, slot = entry
                 setup_deadline = time.monotonic() + READY_TIMEOUT if tests.started_at is None else 0
                 impl.poll(setup_deadline, float("inf")) if impl.exit is None and impl.fault is None else None
-                if not tests.poll(setup_deadline, run.time_limit):
+                if not tests.poll(setup_deadline, run.deadline):
                     continue
                 stopped = impl.exit is None
                 impl.stop()
@@ -421,10 +512,10 @@ class _Spawned:
     that sets up, becomes the run and exits.  Its exit status is observed
     here, as its parent."""
 
-    def __init__(self, setup: Setup, mode: str, hidden: Path, request: dict, channel: socket.socket, slot: int,
-                 kit: str):
-        self.request, self.slot, self.kit = request, slot, kit
-        self.sandbox = _Sandbox(setup, mode, hidden, spawn_once=True)
+    def __init__(self, sandbox: _Sandbox, request: RunRequest, channel: socket.socket, user: int,
+                 memory_fd: int, kit: str):
+        self.request, self.user, self.memory_fd, self.kit = request, user, memory_fd, kit
+        self.sandbox = sandbox
         self.sandbox.send_setup(kit)
         self.channel = channel.dup()
         self.started_at: float | None = None
@@ -443,7 +534,7 @@ class _Spawned:
                 if message.get("event") != "ready":
                     self.fault = sandbox.died(message.get("detail", "its setup failed"))
                     return True
-                sandbox.start_run(0, self.request, self.channel, self.slot)
+                sandbox.start_run(0, self.request, self.channel, self.user, self.memory_fd)
                 self.channel.close()
                 self.started_at = time.monotonic()
             elif time.monotonic() > setup_deadline:
@@ -464,7 +555,7 @@ class _Spawned:
     def _read_report(self) -> None:
         try:
             while chunk := self.sandbox.control.recv(65536, socket.MSG_DONTWAIT):
-                if len(self.raw) < 1 << 20:
+                if len(self.raw) < protocol.MAX_REPORT_BYTES:
                     self.raw.extend(chunk)
         except (BlockingIOError, OSError):
             pass
@@ -472,11 +563,7 @@ class _Spawned:
     def stop(self) -> None:
         stop_process(self.sandbox.process)
         self._read_report()
-        for line in bytes(self.raw).split(b"\n"):
-            try:
-                self.report.append(json.loads(line))
-            except ValueError:
-                continue
+        self.report = protocol.parse_report(self.raw)
         self.sandbox.control.close()
         if self.sandbox.process.stderr is not None:
             self.sandbox.process.stderr.close()
@@ -488,32 +575,34 @@ class _CollectorLink:
     """The local check's collected suite (ol.grading.collector), seen from here.
 
     It is started once, as a run of the tests' sandbox; each graded run is
-    then one frame to it, carrying the run's channel and a report socket
-    whose other end stays here.  It is the suite's own process: what it says
-    about a run is the suite's claim, blind to which variant the run served
-    (README.md: what the local check guarantees)."""
+    then one frame to it, carrying the run's channel, a report socket whose
+    other end stays here, and the run's memory group.  It is the suite's own
+    process: what it says about a run is the suite's claim, blind to which
+    variant the run served (README.md: what the local check guarantees), and
+    its frames are read by protocol.FrameReader, which never raises."""
 
     RUN_ID = -1
 
-    def __init__(self, tests: _Sandbox, slot: int, time_limit: float):
+    def __init__(self, tests: _Sandbox, user: int, memory_fd: int, time_limit: float):
         ours, theirs = socket.socketpair()
-        tests.start_run(self.RUN_ID, {"suite": "student", "mode": "collect"}, theirs, slot)
+        tests.start_run(self.RUN_ID, RunRequest(suite="student", mode="collect"), theirs, user, memory_fd)
         theirs.close()
-        self.run_id, self.control, self.buffer = self.RUN_ID, ours, b""
-        self.reports: dict[int, tuple[socket.socket, bytearray]] = {}
+        self.run_id, self.control = self.RUN_ID, ours
+        self.frames = FrameReader()
+        self.reports: dict[int, tuple[socket.socket, bytearray, int]] = {}   # run id -> report socket, data, memory fd
         self.collected: list[str] = []
         self.listed: set[int] = set()     # runs whose report should name the collected tests
         self.problem: dict | None = None
         self.problem_exit = 0
-        self._await_collection(time_limit, tests)
+        self._await_collection(time_limit * WALL_FACTOR, tests)
 
-    def _await_collection(self, time_limit: float, tests: _Sandbox) -> None:
-        deadline = time.monotonic() + time_limit
+    def _await_collection(self, seconds: float, tests: _Sandbox) -> None:
+        deadline = time.monotonic() + seconds
         while True:
             ready, _, _ = select.select([self.control, tests.control], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
                 self.problem, self.problem_exit = {"problem": "collect", "detail": (
-                    f"collecting your tests took longer than {time_limit:.0f} s: look for a loop or a long "
+                    f"collecting your tests took longer than {seconds:.0f} s: look for a loop or a long "
                     "computation at module level (outside any test function)")}, 3
                 return
             if tests.control in ready:
@@ -521,63 +610,51 @@ class _CollectorLink:
                 if message.get("id") == self.RUN_ID and self.problem is None and not self._pending_frame():
                     raise EngineFault(self.ended(message))
             if self.control in ready:
-                frame = self._frame()
-                if frame is None:
-                    continue
-                kind, body = frame
-                if kind == b"C":
-                    self.collected = body.decode(errors="replace").split("\n") if body else []
+                for frame in self._frames():
+                    if frame.kind == protocol.FRAME_DONE:
+                        continue   # written by the suite while it was being collected: no run exists yet
+                    if frame.kind == protocol.FRAME_COLLECTED:
+                        self.collected = protocol.collected_ids(frame)
+                        return
+                    kind, detail = protocol.problem(frame)
+                    if kind == "isolate":
+                        self.problem, self.problem_exit = {"problem": "isolate"}, 3
+                    elif kind == "empty":
+                        self.problem, self.problem_exit = {"problem": "empty"}, 4
+                    else:   # a collection error, or threads left running by it
+                        self.problem, self.problem_exit = {"problem": "collect", "detail": detail or kind}, 3
                     return
-                kind_text, _, detail = body.decode(errors="replace").partition("\n")
-                if kind_text == "isolate":
-                    self.problem, self.problem_exit = {"problem": "isolate"}, 3
-                elif kind_text == "empty":
-                    self.problem, self.problem_exit = {"problem": "empty"}, 4
-                else:   # a collection error, or threads left running by it
-                    self.problem, self.problem_exit = {"problem": "collect", "detail": detail or kind_text}, 3
-                return
+                if self.frames.broken:
+                    self.problem, self.problem_exit = {"problem": "collect", "detail": (
+                        "your tests wrote into the grader's own connection while being collected")}, 3
+                    return
 
-    def _frame(self) -> tuple[bytes, bytes] | None:
-        """The next "C" or "P" frame, once it is all here.  Anything the suite
-        wrote into this connection while it was being collected comes first
-        and is dropped ("D" frames for runs that do not exist yet), or, if it
-        is not even a frame, ends the collection with a problem."""
+    def _frames(self) -> list[protocol.Frame]:
         try:
             chunk = self.control.recv(1 << 20)
         except OSError:
             chunk = b""
         if not chunk:
             raise EngineFault("the process holding your collected tests closed its connection")
-        self.buffer += chunk
-        while self.buffer[:1] == b"D" and len(self.buffer) >= 9:
-            self.buffer = self.buffer[9:]
-        if self.buffer[:1] not in (b"", b"C", b"P", b"D"):
-            return b"P", b"collect\nyour tests wrote into the grader's own connection while being collected"
-        if len(self.buffer) >= 5 and self.buffer[:1] in (b"C", b"P"):
-            size = int.from_bytes(self.buffer[1:5], "little")
-            if len(self.buffer) >= 5 + size:
-                frame = (self.buffer[:1], self.buffer[5:5 + size])
-                self.buffer = self.buffer[5 + size:]
-                return frame
-        return None
+        return self.frames.feed(chunk)
 
-    def start_run(self, run_id: int, request: dict, channel: socket.socket, slot: int) -> None:
+    def start_run(self, run_id: int, request: RunRequest, channel: socket.socket, user: int,
+                  memory_fd: int = -1) -> None:
         index = {test: n for n, test in enumerate(self.collected)}
-        order = [index[t] for t in request.get("order", []) if t in index][:65535]
-        frame = (b"R" + run_id.to_bytes(4, "little") + bytes([1 if request.get("all") else 0])
-                 + len(order).to_bytes(2, "little") + b"".join(n.to_bytes(2, "little") for n in order))
+        order = [index[t] for t in request.order if t in index]
         ours, theirs = socket.socketpair()
         ours.setblocking(False)
-        self.control.sendmsg([frame], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                                        array.array("i", [channel.fileno(), theirs.fileno()]))])
+        fds = [channel.fileno(), theirs.fileno()] + ([memory_fd] if memory_fd >= 0 else [])
+        frame = protocol.run_frame(run_id, request.all_tests, len(fds), request.cpu_seconds, order)
+        socket.send_fds(self.control, [frame], fds)
         theirs.close()
-        self.reports[run_id] = (ours, bytearray())
-        if request.get("list"):
+        self.reports[run_id] = (ours, bytearray(), memory_fd)
+        if request.list_tests:
             self.listed.add(run_id)
 
     def kill_run(self, run_id: int) -> None:
         try:
-            self.control.sendall(b"K" + run_id.to_bytes(4, "little"))
+            self.control.sendall(protocol.kill_frame(run_id))
         except OSError:
             pass
 
@@ -589,11 +666,12 @@ class _CollectorLink:
     def watched(self) -> list:
         if self.problem is not None:   # the suite did not collect: nothing more comes from it
             return []
-        return [self.control] + [sock for sock, _ in self.reports.values()]
+        return [self.control] + [sock for sock, _, _ in self.reports.values()]
 
     def read(self, ready: list) -> list[dict]:
-        """"done" messages for the runs that ended, with their reports."""
-        for run_id, (sock, data) in self.reports.items():
+        """"done" messages for the runs that ended, with their reports.
+        Raises SuiteBroke if the collector writes what is not a frame."""
+        for run_id, (sock, data, _) in self.reports.items():
             if sock in ready:
                 self._drain(sock, data)
         if self.control not in ready:
@@ -604,37 +682,28 @@ class _CollectorLink:
             chunk = b""
         if not chunk:
             raise EngineFault("the process holding your collected tests ended during grading")
-        self.buffer += chunk
         messages = []
-        while len(self.buffer) >= 5:
-            if self.buffer[:1] in (b"C", b"P"):   # a stale frame the suite wrote while collected
-                size = 5 + int.from_bytes(self.buffer[1:5], "little")
-                if len(self.buffer) < size:
-                    break
-                self.buffer = self.buffer[size:]
-                continue
-            if self.buffer[:1] != b"D" or len(self.buffer) < 9:
-                break
-            run_id = int.from_bytes(self.buffer[1:5], "little")
-            code = int.from_bytes(self.buffer[5:9], "little", signed=True)
-            self.buffer = self.buffer[9:]
-            if run_id not in self.reports:
-                continue   # not a run in flight: a frame the suite wrote while it was collected
-            sock, data = self.reports.pop(run_id)
+        for frame in self.frames.feed(chunk):
+            if frame.kind != protocol.FRAME_DONE or frame.run_id not in self.reports:
+                continue   # not a run in flight
+            sock, data, _ = self.reports.pop(frame.run_id)
             self._drain(sock, data)
             sock.close()
-            report = _lines(data)
-            if run_id in self.listed:
-                self.listed.discard(run_id)
+            report = protocol.parse_report(data)
+            if frame.run_id in self.listed:
+                self.listed.discard(frame.run_id)
                 report.insert(0, {"collected": list(self.collected)})
-            messages.append({"event": "done", "id": run_id, "exit": code, "report": report})
+            messages.append({"event": "done", "id": frame.run_id, "exit": frame.exit, "report": report,
+                             "cpu": frame.cpu_ms / 1000})
+        if self.frames.broken:
+            raise SuiteBroke(f"the process holding your collected tests wrote {self.frames.broken}")
         return messages
 
     @staticmethod
     def _drain(sock: socket.socket, data: bytearray) -> None:
         try:
             while chunk := sock.recv(65536):
-                if len(data) < 1 << 20:
+                if len(data) < protocol.MAX_REPORT_BYTES:
                     data.extend(chunk)
         except (BlockingIOError, OSError):
             pass
@@ -645,21 +714,9 @@ class _CollectorLink:
                 + (f": {_lines_text(message.get('report', []))}" if message.get("report") else ""))
 
     def close(self) -> None:
-        for sock, _ in self.reports.values():
+        for sock, _, _ in self.reports.values():
             sock.close()
         self.control.close()
-
-
-def _lines(data: bytes) -> list[dict]:
-    lines = []
-    for line in bytes(data).split(b"\n"):
-        try:
-            value = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            lines.append(value)
-    return lines
 
 
 def _lines_text(lines: list) -> str:
@@ -672,7 +729,7 @@ class _Active:
     def __init__(self, run: Run, slot: int, tests_side):
         self.run, self.slot, self.tests_side = run, slot, tests_side
         self.started = time.monotonic()
-        self.deadline = self.started + run.time_limit
+        self.deadline = self.started + run.deadline
         self.outcome = Outcome(run.id)
         self.tests_done = self.impl_done = self.impl_kill_sent = False
         self.killed_at: float | None = None
@@ -689,11 +746,13 @@ class _Active:
                 self.outcome.exit = int(message["exit"])
                 self.outcome.seconds = time.monotonic() - self.started
             self.outcome.report = list(message.get("report", []))
+            self.outcome.cpu_seconds = message.get("cpu")
         else:
             self.impl_done = True
             self.outcome.impl_exit = int(message["exit"])
             self.outcome.impl_stopped = bool(message.get("stopped"))
             self.outcome.impl_report = list(message.get("report", []))
+            self.outcome.impl_cpu_seconds = message.get("cpu")
 
     def finished(self) -> bool:
         return self.tests_done and self.impl_done

@@ -40,6 +40,7 @@ from ol.grading.chaffs import chaff_variants, load_chaffs
 from ol.grading.check import CheckResult, check_module
 from ol.grading.engine import EngineFault, Run
 from ol.grading.mutants import MutantSet, Pitfall, generate_mutants
+from ol.grading.protocol import RunRequest
 from ol.grading.session import GradingFault, GradingSession, NotGraded, Variant, _text
 
 YOUR_CODE = "your own code"
@@ -141,7 +142,7 @@ def _mark_possibly_equivalent(session: LocalSession, result: CheckResult, *, wor
     try:
         with session.engine({}, course=True, workers=workers, mode=mode) as engine:
             outcomes = engine.run([
-                Run(number, {"suite": "course", "mode": "report", "pytest_args": ["-x"]},
+                Run(number, RunRequest(suite="course", mode="report", pytest_args=["-x"]),
                     Variant(s.id, by_id[s.id].source, session.reference.origin, trusted=False).request(), time_limit)
                 for number, s in runs.items()])
     except EngineFault as fault:

@@ -18,7 +18,7 @@ from ol.grading.check import CheckResult
 DEFAULT_MAX_SURVIVORS = 3   # diffs shown per function; --all shows every one
 JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
                "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by",
-               "mutants", "carried_over", "course_tests_kept", "mutants_of")
+               "mutants", "carried_over", "course_tests_kept", "mutants_of", "memory_bound")
 
 
 def to_json(result: CheckResult) -> str:
@@ -83,6 +83,8 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
             f"Not counted: {excluded.get('message_only', 0)} mutants that change only an error message, "
             f"{excluded.get('equivalent', 0)} reviewed equivalent mutants.  {timing}"
         )
+    if result.memory_bound:
+        lines.append(f"Memory per run: {result.memory_bound}.")
     kept = []
     if result.course_tests_kept:
         kept.append("the course tests' pass (your code is unchanged)")

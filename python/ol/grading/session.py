@@ -27,6 +27,7 @@ from ol.errors import OlError
 from ol.grading import confine
 from ol.grading.engine import Engine, Setup
 from ol.grading.mutants import MutantSet, build_mutant_set
+from ol.grading.protocol import RunRequest
 
 COURSE_TESTS_SUPPORT = ("course/tests/conftest.py", "course/tests/golden.py", "course/tests/diagnose.py")
 SKIPPED_FOLDERS = {"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints"}
@@ -73,10 +74,12 @@ class Variant:
         student kit every variant made from it) is confined."""
         return self.key != "student" if self.trusted is None else self.trusted
 
-    def request(self, *, modules: dict | None = None, tracebacks: bool = False) -> dict:
-        """What the implementation's side is told to load for one run."""
-        return {"source": {"source": self.source, "origin": self.origin}, "modules": modules or {},
-                "tracebacks": tracebacks, "trusted": self.is_trusted}
+    def request(self, *, modules: dict | None = None, tracebacks: bool = False) -> RunRequest:
+        """What the implementation's side is told to load for one run.  Only
+        the student's own code is confined there; the course's variants are
+        trusted code."""
+        return RunRequest(source={"source": self.source, "origin": self.origin}, modules=modules or {},
+                          tracebacks=tracebacks, trusted=self.is_trusted)
 
 
 class GradingSession:
@@ -212,13 +215,13 @@ class GradingSession:
         return Setup("impl", header, {})
 
     def engine(self, suites: dict[str, Path], *, course: bool = True, workers: int = 2, mode: str | None = None,
-               start_method: str = "fork", sharing: str = "isolated") -> Engine:
+               start_method: str = "fork", sharing: str = "isolated", limits: confine.Limits | None = None) -> Engine:
         """An Engine for these suites of the student's (none: course tests
         only), and the course tests unless course=False (not started: use it
         in a `with`)."""
         return Engine(self.tests_setup(suites) if suites else None, self.impl_setup(), mode=mode or default_mode(),
                       hidden=self.root, workers=workers, start_method=start_method, sharing=sharing,
-                      course=self.course_setup() if course else None)
+                      course=self.course_setup() if course else None, limits=limits)
 
     def fingerprint(self) -> str:
         """A hash of everything that shapes this module's grade: the catalog, the
@@ -245,19 +248,21 @@ class GradingSession:
 
 
 def default_mode() -> str:
-    """Confined when bubblewrap works here, unconfined otherwise."""
-    return confine.CONFINED if confine.bubblewrap()[0] else confine.UNCONFINED
+    """The strongest confinement this host allows (confine.choose_mode)."""
+    return confine.choose_mode()[0]
 
 
 def host_sys_path(root: Path) -> list[str]:
-    """This interpreter's import path, minus the repository (but for a
-    virtual environment inside it) and the current folder."""
+    """This interpreter's import path within its installation: not the
+    repository (but for a virtual environment inside it), the current
+    folder, nor any folder that PYTHONPATH or a .pth file adds (an editable
+    install's checkout: the instructor's own files)."""
     kept = []
     for entry in sys.path:
         if not entry or entry == ".":
             continue
         real = os.path.realpath(entry)
-        if confine.hides(root, real) or not os.path.exists(real):
+        if confine.hides(root, real) or not os.path.exists(real) or not confine.within_installation(real):
             continue
         kept.append(real)
     return kept

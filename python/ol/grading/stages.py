@@ -14,21 +14,32 @@ the clock, or guesses) is rejected.
 
     verdict    killed when the suite failed, crashed, or ran out of time;
                only the exit status and the observer's clock decide it
+
+Time limits are processor time (ol.grading.engine): a mutant's runs get
+2 s + 10x the processor time of the slowest correct run, which the same
+suite takes on any machine under any load, so the same submission gets the
+same verdicts alone, side by side or beside a CPU hog.  The clock stops a
+run only at 3x the whole time limit (3 minutes by default): a run that
+waits rather than computes (a mutant cannot make one: it can only compute
+forever, and its processor time runs out).
 """
 
 from __future__ import annotations
 
+import math
 import random
 import signal
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ol.grading.engine import Engine, Outcome, Run
+from ol.grading.engine import WALL_FACTOR, Engine, Outcome, Run
+from ol.grading.protocol import RunRequest
 from ol.grading.session import GradingFault, GradingSession, Variant
 from ol.grading.zygote import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED
 
 PASSED, FAILED, TIMEOUT, CRASHED = "passed", "failed", "timeout", "crashed"
+OUT_OF_PROCESSOR_TIME = (128 + signal.SIGXCPU,)   # the kernel's RLIMIT_CPU signal
 MAX_REPORTED_FAILURES = 50
 REFERENCE_REPEATS = 2
 
@@ -87,7 +98,7 @@ class Grader:
         self.kills: Counter[str] = Counter()
         self.durations: dict[str, float] = {}   # seconds each test took on the reference
         self.next_id = 0
-        self.reference_seconds: float | None = None
+        self.reference_seconds: float | None = None   # processor time of the slowest correct run
 
     def _id(self) -> int:
         self.next_id += 1
@@ -100,7 +111,7 @@ class Grader:
         """The module's course tests (trusted) on `variant`, which lives on the
         other side; tracebacks of its exceptions come back when it is not a
         course variant (trusted=False: the student's own code)."""
-        run = Run(self._id(), {"suite": "course", "mode": "report", "pytest_args": list(pytest_args)},
+        run = Run(self._id(), RunRequest(suite="course", mode="report", pytest_args=list(pytest_args)),
                   variant.request(modules=modules, tracebacks=not trusted), self.time_limit)
         outcome = self.engine.run([run])[run.id]
         if trusted:
@@ -110,7 +121,7 @@ class Grader:
     def course_tests_of(self, variants: list[Variant]) -> dict[str, CourseRun]:
         """The course tests on each of the course's own variants, side by side."""
         runs = {self._id(): v for v in variants}
-        outcomes = self.engine.run([Run(i, {"suite": "course", "mode": "report"}, v.request(), self.time_limit)
+        outcomes = self.engine.run([Run(i, RunRequest(suite="course", mode="report"), v.request(), self.time_limit)
                                     for i, v in runs.items()])
         results = {}
         for run_id, variant in runs.items():
@@ -125,7 +136,7 @@ class Grader:
         Raises SuiteProblem if it cannot be collected or rejects one."""
         variants = [self.session.reference, *self.session.alternates]
         runs = {self._id(): v for v in variants}
-        requests = [Run(i, {"suite": "student", "mode": "grade", "all": True, "list": v.key == "reference"},
+        requests = [Run(i, RunRequest(suite="student", mode="grade", all_tests=True, list_tests=v.key == "reference"),
                         v.request(), self.time_limit) for i, v in runs.items()]
         outcomes = self.engine.run(requests)
         verdicts = []
@@ -144,7 +155,7 @@ class Grader:
                 self.collected = list(report["collected"])
                 self.durations = _durations(outcome.report)
             verdicts.append(self.verdict(variant.key, outcome, self.time_limit))
-        self.reference_seconds = max(v.seconds for v in verdicts)
+        self.reference_seconds = max(processor_seconds(outcomes[run_id]) for run_id in runs)
         return verdicts
 
     def variants(self, variants: list[Variant], *, repeats: bool = True) -> dict[str, Verdict]:
@@ -172,8 +183,9 @@ class Grader:
                 verdicts[variant.key] = verdict
             self.on_event({"event": "verdict", "status": verdict.status})
 
-        request = lambda: {"suite": "student", "mode": "grade", "order": self.order()}  # noqa: E731
-        self.engine.run([Run(i, request, v.request(), limit) for i, v in runs.items()], on_done=done)
+        request = lambda: RunRequest(suite="student", mode="grade", order=self.order())  # noqa: E731
+        wall = WALL_FACTOR * self.time_limit   # only a run that waits rather than computes meets it
+        self.engine.run([Run(i, request, v.request(), limit, wall) for i, v in runs.items()], on_done=done)
         rejected = [v for v in repeated if v.status != PASSED]
         if rejected:
             raise SuiteProblem("your tests fail on a correct implementation when it is run again", [
@@ -185,7 +197,8 @@ class Grader:
         return verdicts
 
     def mutant_time_limit(self) -> float:
-        """2 s + 10x the slowest correct run, at most the time limit."""
+        """2 s + 10x the slowest correct run's processor time, at most the
+        time limit."""
         if self.reference_seconds is None:
             return self.time_limit
         return min(self.time_limit, 2.0 + 10.0 * self.reference_seconds)
@@ -202,7 +215,7 @@ class Grader:
 
     def report_on(self, variant: Variant) -> str:
         """pytest's own report of the suite on `variant` (short tracebacks)."""
-        run = Run(self._id(), {"suite": "student", "mode": "report"}, variant.request(), self.time_limit)
+        run = Run(self._id(), RunRequest(suite="student", mode="report"), variant.request(), self.time_limit)
         outcome = self.engine.run([run])[run.id]
         return _merged(outcome.report).get("output", "")
 
@@ -213,10 +226,16 @@ class Grader:
         report = outcome.report
         failed = tuple(str(line["failed"]) for line in report if "failed" in line)[:MAX_REPORTED_FAILURES]
         running = next((str(line["running"]) for line in reversed(report) if "running" in line), None)
-        if outcome.timed_out:
+        impl_out_of_time = outcome.impl_exit in OUT_OF_PROCESSOR_TIME and outcome.exit != EXIT_PASSED
+        if outcome.timed_out or outcome.exit in OUT_OF_PROCESSOR_TIME or impl_out_of_time:
             where = "running" if running else "collecting your tests (look for a loop at module level)"
+            spent = (f"had not ended after {outcome.seconds:.1f} s (the time limit is {limit:.1f} s of processor "
+                     "time; a run that waits uses none)" if outcome.timed_out else
+                     f"had used {math.ceil(limit)} s of processor time (the time limit)" if not impl_out_of_time else
+                     f"waited on the code under test, which used {math.ceil(limit)} s of processor time "
+                     "(the time limit)")
             return Verdict(key, TIMEOUT, (running,) if running else (), outcome.seconds,
-                           f"still {where} after {limit:.1f} s (the time limit)")
+                           f"still {where} when it {spent}")
         if outcome.exit == EXIT_PASSED:
             return Verdict(key, PASSED, (), outcome.seconds)
         if outcome.exit == EXIT_FAILED:
@@ -230,8 +249,10 @@ class Grader:
         """The process serving a course variant may end by itself (a variant
         that exits is behaviour: the tests see it gone), but nothing inside
         it sends SIGKILL: killed without our asking is a fault of the grader's
-        machine, not a verdict."""
-        if variant.key == "student":
+        machine, not a verdict.  A variant of the student's own code (their
+        rope.py; in a student kit, the "reference" and every mutant made of
+        it) may do anything, being killed included: that is a verdict."""
+        if not variant.is_trusted:
             return
         if outcome.impl_exit == 128 + signal.SIGKILL and not outcome.impl_stopped:
             said = _merged(outcome.impl_report).get("internal", "")
@@ -240,6 +261,13 @@ class Grader:
                 f"(exit status {outcome.impl_exit}) during a run: an internal fault of the grader, not a verdict"
                 + (f"\n{said}" if said else "")
             )
+
+
+def processor_seconds(outcome: Outcome) -> float:
+    """Processor time of a run's busier side (the wall time where the
+    start method cannot say)."""
+    sides = [s for s in (outcome.cpu_seconds, outcome.impl_cpu_seconds) if isinstance(s, (int, float))]
+    return max(sides) if sides else outcome.seconds
 
 
 def describe(key: str) -> str:

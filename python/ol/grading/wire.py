@@ -36,9 +36,12 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ol.grading.protocol import loads_bounded
+
 MAX_MESSAGE_BYTES = 1 << 30       # 1 GiB: far above any RoPE test's arrays
 MAX_BUFFERS = 1 << 16
 MAX_DEPTH = 64
+MAX_JSON_DEPTH = 4 * MAX_DEPTH    # a value of depth MAX_DEPTH is at most this deep once tagged in JSON
 _NUMPY_TYPES = {name: getattr(np, name) for name in (
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "complex64", "complex128", "longdouble",
@@ -80,7 +83,7 @@ def recv_message(sock: socket.socket) -> tuple[dict, list[bytearray]]:
     if length + sum(sizes) > MAX_MESSAGE_BYTES:
         raise WireError(f"malformed message: {length + sum(sizes)} bytes announced")
     try:
-        header = json.loads(_recv_exactly(sock, length))
+        header = loads_bounded(_recv_exactly(sock, length), MAX_JSON_DEPTH)
     except ValueError as error:
         raise WireError(f"malformed message header: {error}") from None
     if not isinstance(header, dict):

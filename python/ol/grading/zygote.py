@@ -21,18 +21,24 @@ student's report, never a verdict.  A run learns nothing of which job it is:
 the tests' runs get the same request every time; only the implementation
 runs know the variant, and they are in another sandbox.
 
-Messages (ol.grading.wire; the run's channel travels as SCM_RIGHTS):
+Messages (ol.grading.wire; the run's channel, and its memory group's
+cgroup.procs where there is one, travel as SCM_RIGHTS):
     -> {"op": "setup", ...}          <- {"event": "ready"} | {"event": "fault"}
-    -> {"op": "run", "id": n, ...}   <- {"event": "done", "id": n, "exit": code, "stopped": bool, "report": [...]}
+    -> {"op": "run", "id": n, ...}   <- {"event": "done", "id": n, "exit": code, "stopped": bool,
+       (protocol.RunRequest)             "report": [...], "cpu": seconds}
     -> {"op": "kill", "id": n}       (the run's "done" follows)
     -> {"op": "quit"}
+
+The report lines a run writes are read by protocol.parse_report alone: a
+run that writes anything at all there loses its own report lines, nothing
+more.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import gc
-import json
 import os
 import select
 import signal
@@ -47,7 +53,6 @@ GRADING_MAX_EXAMPLES = 20   # per Hypothesis test, in every graded run
 WARM_MODULES = ("numpy.random", "numpy.testing", "numpy.linalg", "hypothesis.strategies", "hypothesis.extra.numpy",
                 "math", "cmath", "itertools", "functools", "fractions", "decimal", "random", "collections",
                 "dataclasses", "typing", "inspect")
-MAX_REPORT_BYTES = 1 << 20
 CHANNEL_FD, REPORT_FD = 3, 4
 
 
@@ -78,13 +83,17 @@ def main_once(control_fd: int) -> None:
 
     control = socket.socket(fileno=control_fd)
     try:
+        from ol.grading.protocol import RunRequest
         from ol.grading.wire import recv_message
 
         header, buffers = recv_message(control)
         role = Role.for_setup(header, buffers)
         send_message(control, {"event": "ready", "pid": os.getpid()})
-        request, fds = recv_message_with_fds(control)
-        confine.enter_run(role.mode, int(request.get("slot", 0)), role.limits)
+        header, fds = recv_message_with_fds(control)
+        request = RunRequest.from_header(header)
+        if len(fds) > 1:
+            confine.join_memory_group(fds[1])
+        confine.enter_run(role.mode, request.user, role.limits_for(request), readable=role.readable)
     except BaseException as error:  # our own setup: an internal fault
         _send_safely(control, {"event": "fault", "detail": f"setup failed: {_traceback(error)}"})
         os._exit(70)
@@ -116,10 +125,21 @@ def _send_safely(control, message) -> None:
 
 class _Run:
     def __init__(self, run_id, guard: int, report_fd: int, fault_fd: int):
+        from ol.grading.protocol import MAX_REPORT_BYTES
+
         self.id, self.guard, self.report_fd, self.fault_fd = run_id, guard, report_fd, fault_fd
         self.report = bytearray()
         self.fault = bytearray()
         self.stopped = False     # killed on the observer's request
+        self.limit = MAX_REPORT_BYTES
+
+    def keep(self, name: str, chunk: bytes) -> bool:
+        """Keep what the run wrote, up to the protocol's bound; whether there
+        is room for more."""
+        buffer = self.report if name == "report_fd" else self.fault
+        if len(buffer) < self.limit:
+            buffer.extend(chunk[: self.limit - len(buffer)])
+        return len(buffer) < self.limit
 
 
 class Loop:
@@ -170,21 +190,25 @@ class Loop:
 
     def start(self, header: dict, fds: list[int]) -> None:
         from ol.grading import confine
+        from ol.grading.protocol import RunRequest
 
+        request = RunRequest.from_header(header)
         channel = fds[0] if fds else -1
+        memory = fds[1] if len(fds) > 1 else -1
         report_read, report_write = os.pipe()
         fault_read, fault_write = os.pipe()
         keep = {report_write: REPORT_FD}
         if channel >= 0:
             keep[channel] = CHANNEL_FD
-        body = lambda moved: self.role.run_reporting(header)  # noqa: E731
-        if header.get("trusted"):  # a variant of the course's own module: no need to confine it
-            guard = confine.run_plain(body, limits=self.role.limits, keep_fds=keep)
+        body = lambda moved: self.role.run_reporting(request)  # noqa: E731
+        limits = self.role.limits_for(request)
+        if request.trusted:  # a variant of the course's own module: no need to confine it
+            guard = confine.run_plain(body, limits=limits, keep_fds=keep, memory_fd=memory)
         else:
             guard = confine.run_confined(
-                body, mode=self.role.mode, slot=int(header.get("slot", 0)), limits=self.role.limits,
-                keep_fds=keep, fault_fd=fault_write, scratch=self.role.scratch,
-                dumpable=header.get("mode") == "collect",
+                body, mode=self.role.mode, user=request.user, limits=limits, keep_fds=keep, fault_fd=fault_write,
+                scratch=self.role.scratch, dumpable=request.mode == "collect", memory_fd=memory,
+                readable=self.role.readable,
             )
         for fd in (report_write, fault_write, *fds):
             os.close(fd)
@@ -196,7 +220,6 @@ class Loop:
         for run in self.runs.values():
             for name in ("report_fd", "fault_fd"):
                 if getattr(run, name) == fd:
-                    buffer = run.report if name == "report_fd" else run.fault
                     try:
                         chunk = os.read(fd, 65536)
                     except BlockingIOError:
@@ -204,14 +227,14 @@ class Loop:
                     if not chunk:
                         os.close(fd)
                         setattr(run, name, -1)
-                    elif len(buffer) < MAX_REPORT_BYTES:
-                        buffer.extend(chunk[: MAX_REPORT_BYTES - len(buffer)])
+                    else:
+                        run.keep(name, chunk)
                     return
 
     def reap(self) -> None:
         while self.runs:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
@@ -226,24 +249,21 @@ class Loop:
                         chunk = os.read(fd, 65536)
                     except BlockingIOError:
                         chunk = b""
-                    if chunk and len(run.report if name == "report_fd" else run.fault) < MAX_REPORT_BYTES:
-                        (run.report if name == "report_fd" else run.fault).extend(chunk)
+                    if chunk and run.keep(name, chunk):
                         continue
                     os.close(fd)
                     fd = -1
             code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-            self.done(run, code)
+            self.done(run, code, usage.ru_utime + usage.ru_stime)
 
-    def done(self, run: _Run, code: int) -> None:
+    def done(self, run: _Run, code: int, cpu: float) -> None:
+        """The run's "done": its exit status, its processor time (the guard
+        and everything it waited for: the whole run), its report lines."""
+        from ol.grading.protocol import parse_report
         from ol.grading.wire import send_message
 
-        lines = []
-        for line in bytes(run.report).split(b"\n"):
-            try:
-                lines.append(json.loads(line))
-            except ValueError:
-                continue
-        message = {"event": "done", "id": run.id, "exit": code, "stopped": run.stopped, "report": lines}
+        message = {"event": "done", "id": run.id, "exit": code, "stopped": run.stopped,
+                   "report": parse_report(run.report), "cpu": round(cpu, 4)}
         if run.fault:
             message["fault"] = run.fault.decode(errors="replace")[-4000:]
         send_message(self.control, message)
@@ -283,8 +303,9 @@ class Role:
         self.setup = setup
         self.mode = setup["mode"]
         self.kit = Path(setup["kit"])
-        self.scratch = None if self.mode == "confined" else self.kit / ".runs"  # unconfined runs' /tmp
+        self.scratch = None if self.mode == "confined" else self.kit / ".runs"  # the runs' own /tmp, outside
         self.limits = Limits(**setup.get("limits", {}))
+        self.readable = (str(self.kit), setup["sys_path"][0])   # confined by uid: the kit and `ol` (Landlock)
         sys.path[:] = setup["sys_path"]
         os.environ.clear()
         os.environ.update(setup["env"])
@@ -294,7 +315,13 @@ class Role:
 
         install_overlay({name: Source.from_text(text["source"], text["origin"]) for name, text in setup["modules"].items()})
 
-    def run_reporting(self, request: dict) -> int:
+    def limits_for(self, request) -> Limits:
+        """The role's limits, with the run's processor time."""
+        if request.cpu_seconds > 0:
+            return dataclasses.replace(self.limits, cpu_seconds=request.cpu_seconds)
+        return self.limits
+
+    def run_reporting(self, request) -> int:
         """run(request); an exception of ours (not of the code under test,
         which run() handles) is written to the report and exits 70."""
         try:
@@ -362,16 +389,15 @@ class TestsRole(Role):
         gc.collect()
         gc.freeze()
 
-    def run(self, request: dict) -> int:
+    def run(self, request) -> int:
         from ol.grading import proxy
 
-        folder = self.kit / self.setup["suites"][request["suite"]]
+        folder = self.kit / self.setup["suites"][request.suite]
         channel = socket.socket(fileno=CHANNEL_FD)
-        if request.get("mode") == "report":
+        if request.mode == "report":
             proxy.connect(channel)
-            return _run_report(folder, _Report(REPORT_FD), request.get("pytest_args", []),
-                               self.setup.get("pytest_args", []))
-        if request.get("mode") == "collect":   # the local check: collect once, serve many runs
+            return _run_report(folder, _Report(REPORT_FD), request.pytest_args, self.setup.get("pytest_args", []))
+        if request.mode == "collect":   # the local check: collect once, serve many runs
             from ol.grading.collector import serve_collected
 
             def collect():
@@ -394,11 +420,11 @@ class TestsRole(Role):
             report.send(**collected[1])
             return collected[0]
         items, ids = collected
-        if request.get("list"):
+        if request.list_tests:
             report.send(collected=ids)
-        rank = {test: n for n, test in enumerate(request.get("order", []))}
+        rank = {test: n for n, test in enumerate(request.order)}
         items.sort(key=lambda item: rank.get(item.nodeid, len(rank)))
-        return _run_items(items, bool(request.get("all")), report)
+        return _run_items(items, request.all_tests, report)
 
 
 class ImplRole(Role):
@@ -417,27 +443,27 @@ class ImplRole(Role):
         gc.collect()
         gc.freeze()
 
-    def run(self, request: dict) -> int:
+    def run(self, request) -> int:
         import importlib
 
         from ol.grading.serve import serve
         from ol.overlay import Source, install_overlay
 
         channel = socket.socket(fileno=CHANNEL_FD)
-        overrides = dict(request.get("modules", {}))
+        overrides = dict(request.modules)
         if overrides:  # the student's own needs: every tinyllm module is imported afresh
             for name in [n for n in sys.modules if n == "tinyllm" or n.startswith("tinyllm.")]:
                 del sys.modules[name]
             install_overlay({name: Source.from_text(t["source"], t["origin"]) for name, t in {
                 **self.setup["modules"], **overrides}.items()})
-        source = request.get("source")
+        source = request.source
         if source is not None:
             install_overlay({self.target: Source.from_text(source["source"], source["origin"])})
         try:
             module = importlib.import_module(self.target)
         except BaseException as error:  # the code under test does not import: every call says why
-            module = _Broken(self.target, error, bool(request.get("tracebacks")))
-        serve(channel, module, tracebacks=bool(request.get("tracebacks")))
+            module = _Broken(self.target, error, request.tracebacks)
+        serve(channel, module, tracebacks=request.tracebacks)
         return 0
 
 
@@ -462,7 +488,9 @@ class _Report:
         self.fd = fd
 
     def send(self, **message) -> None:
-        data = (json.dumps(message) + "\n").encode()
+        from ol.grading.protocol import report_line
+
+        data = report_line(**message)
         try:
             while data:
                 data = data[os.write(self.fd, data):]

@@ -1,0 +1,286 @@
+"""What the grader's processes say to each other: defined here once, and read
+here by functions that never raise on what a run wrote.
+
+    observer ──run request──> warm process ──fork──> run
+    observer <──"done" + report lines── warm process <──report lines── run
+    observer <──frames──> collector (the shared mode's collected suite)
+
+Three kinds of message:
+
+    run request     what the observer asks a warm process to run (RunRequest):
+                    trusted, built by the observer, carried by ol.grading.wire
+    report lines    JSON lines a run writes to its report descriptor: what it
+                    collected, which test it is running, which failed, pytest's
+                    own report.  UNTRUSTED: the run is the student's code.
+                    parse_report() keeps the lines that match REPORT_FIELDS and
+                    drops the rest
+    frames          between the observer and the collector (ol.grading.collector),
+                    little-endian, fixed layouts (FRAME_* below).  Frames from the
+                    collector are UNTRUSTED (it is the suite's own process):
+                    FrameReader takes any bytes and yields frames or says it is
+                    broken, never more
+
+Bounds: a report holds at most MAX_REPORT_BYTES; a report line at most
+MAX_LINE_BRACKETS brackets outside its strings (every field is flat: a
+string, a number, a list of strings or a dict of strings), so json.loads
+never recurses deeply; a frame's body at most MAX_FRAME_BYTES.  Whatever a
+run writes can lose that run's report lines, never stop the process that
+reads them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import struct
+from dataclasses import dataclass, field, fields
+
+MAX_REPORT_BYTES = 1 << 20        # per run: the rest is dropped
+MAX_LINE_BRACKETS = 8             # [ and { outside strings, per line
+MAX_TEXT = 64 << 10               # characters of one text field (pytest's report: 60000)
+MAX_LIST = 100_000                # items of a list or dict field (test ids)
+MAX_FRAME_BYTES = 16 << 20        # body of a C or P frame
+
+# ---- run requests (observer -> warm process; trusted) ----------------------------------------
+
+
+@dataclass
+class RunRequest:
+    """One run, as the observer asks a warm process for it.
+
+    The tests' side gets the same request for every run of a stage (suite,
+    mode, order, all_tests, list_tests): it must not tell a run which variant it faces.
+    The implementation's side gets the variant (source, modules)."""
+
+    # the tests' side
+    suite: str = ""                   # "student" or "course": which suite of the kit
+    mode: str = "grade"               # "grade" (stop at the first failure unless all), "report"
+                                      # (pytest's own report), "collect" (the shared mode's collector)
+    all_tests: bool = False           # run every test even after a failure
+    list_tests: bool = False          # report the collected test ids
+    order: list[str] = field(default_factory=list)   # test ids to run first, in this order
+    pytest_args: list[str] = field(default_factory=list)
+    # the implementation's side
+    source: dict | None = None        # {"source": text, "origin": path} of the module under test
+    modules: dict = field(default_factory=dict)      # other modules' sources (the student's own)
+    tracebacks: bool = False          # send tracebacks of exceptions to the tests' side
+    trusted: bool = False             # a variant of the course's own (not confined)
+    # both sides
+    cpu_seconds: int = 0              # processor time each process of the run may use (0: the role's)
+    user: int = 0                     # the run's own user (a uid of the observer's UidBlock)
+
+    def header(self, run_id: int, fds: int) -> dict:
+        """The wire message for this request."""
+        message = {f.name: getattr(self, f.name) for f in fields(self)}
+        return dict(message, op="run", id=run_id, fds=fds)
+
+    @classmethod
+    def from_header(cls, header: dict) -> RunRequest:
+        """The request in a "run" message (from the observer: fields it does
+        not know are ignored, a field of the wrong type is its default)."""
+        request = cls()
+        for f in fields(cls):
+            value = header.get(f.name)
+            expected = dict if f.name == "source" else type(getattr(request, f.name))
+            if isinstance(value, expected):
+                setattr(request, f.name, value)
+        return request
+
+
+# ---- report lines (run -> warm process -> observer; untrusted) --------------------------------
+
+TEXT, NUMBER, TEXTS, TEXT_MAP = "text", "number", "texts", "text map"
+REPORT_FIELDS = {
+    "collected": TEXTS,      # the suite's test ids, in collection order
+    "running": TEXT,         # the test the run is starting
+    "at": NUMBER,            # when it started it (time.monotonic)
+    "failed": TEXT,          # a test that failed
+    "ended": NUMBER,         # when the run's last test ended
+    "problem": TEXT,         # "collect", "empty" or "isolate": the suite could not be run
+    "detail": TEXT,          # what the problem was
+    "outcomes": TEXT_MAP,    # pytest's own run: test id -> passed, failed, error, skipped
+    "output": TEXT,          # pytest's own terminal report
+    "internal": TEXT,        # an exception of the grader's own code in the run
+}
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+def loads_bounded(data: bytes | bytearray, max_depth: int):
+    """json.loads of untrusted bytes that refuses, with ValueError, what
+    nests deeper than max_depth (json.loads itself would recurse until a
+    RecursionError, which no caller expects)."""
+    depth = deepest = 0
+    for bracket in re.findall(rb"[\[\]{}]", _STRING.sub(b"", bytes(data))):
+        depth += 1 if bracket in b"[{" else -1
+        deepest = max(deepest, depth)
+        if deepest > max_depth:
+            raise ValueError(f"JSON nested deeper than {max_depth}")
+    try:
+        return json.loads(bytes(data))
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {max_depth}") from None
+
+
+def report_line(**message) -> bytes:
+    """A report line as a run writes it."""
+    return (json.dumps(message) + "\n").encode()
+
+
+def parse_report(data: bytes | bytearray) -> list[dict]:
+    """The report lines in `data` that match REPORT_FIELDS, each as a dict
+    of its known fields.  Never raises: a line that is not UTF-8 JSON, holds
+    a field of the wrong type or nests deeper than a flat line can is
+    dropped, and bytes past MAX_REPORT_BYTES are not read."""
+    lines = []
+    for raw in bytes(data[:MAX_REPORT_BYTES]).split(b"\n"):
+        line = parse_report_line(raw)
+        if line is not None:
+            lines.append(line)
+    return lines
+
+
+def parse_report_line(raw: bytes) -> dict | None:
+    """One report line as a dict of its known fields, or None."""
+    raw = raw.strip()
+    if not raw.startswith(b"{") or len(raw) > MAX_REPORT_BYTES:
+        return None
+    outside = _STRING.sub(b"", raw)
+    if outside.count(b"[") + outside.count(b"{") > MAX_LINE_BRACKETS:
+        return None   # no field nests: json.loads must not recurse on what a run wrote
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    line = {}
+    for key, item in value.items():
+        kind = REPORT_FIELDS.get(key)
+        if kind is None:
+            continue
+        checked = _checked(kind, item)
+        if checked is None:
+            return None
+        line[key] = checked
+    return line or None
+
+
+def _checked(kind: str, value):
+    """value if it is of this kind (texts cut to MAX_TEXT), else None."""
+    if kind == TEXT:
+        return value[-MAX_TEXT:] if isinstance(value, str) else None
+    if kind == NUMBER:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        return float(value) if ok else None
+    if kind == TEXTS:
+        ok = isinstance(value, list) and len(value) <= MAX_LIST and all(isinstance(v, str) for v in value)
+        return [v[:MAX_TEXT] for v in value] if ok else None
+    if kind == TEXT_MAP:
+        ok = (isinstance(value, dict) and len(value) <= MAX_LIST
+              and all(isinstance(v, str) for v in value.values()))
+        return {k[:MAX_TEXT]: v[:64] for k, v in value.items()} if ok else None
+    return None
+
+
+# ---- frames (observer <-> collector) ---------------------------------------------------------
+#
+#   observer -> collector   b"R" u32 run id, u8 run all, u8 descriptors, u32 processor seconds, u16 n,
+#                           n x u16 test index; with SCM_RIGHTS the descriptors: channel, report,
+#                           and the run's memory group's cgroup.procs where there is one
+#                           b"K" u32 run id                                   kill that run
+#   collector -> observer   b"C" u32 n, then n bytes: the test ids joined by newlines
+#                           b"P" u32 n, then n bytes: kind, newline, detail   it cannot be run
+#                           b"D" u32 run id, i32 exit status, u32 processor milliseconds
+
+FRAME_RUN, FRAME_KILL, FRAME_COLLECTED, FRAME_PROBLEM, FRAME_DONE = b"R", b"K", b"C", b"P", b"D"
+RUN_HEAD = struct.Struct("<cIBBIH")       # kind, run id, all, descriptors, cpu seconds, n
+KILL = struct.Struct("<cI")
+DONE = struct.Struct("<cIiI")             # kind, run id, exit status, cpu milliseconds
+SIZED_HEAD = struct.Struct("<cI")         # C and P: kind, body size
+MAX_ORDER = 65535
+
+
+def run_frame(run_id: int, run_all: bool, descriptors: int, cpu_seconds: int, order: list[int]) -> bytes:
+    order = [i for i in order if 0 <= i < 65536][:MAX_ORDER]
+    return RUN_HEAD.pack(FRAME_RUN, run_id, 1 if run_all else 0, descriptors, cpu_seconds, len(order)) + struct.pack(
+        f"<{len(order)}H", *order)
+
+
+def kill_frame(run_id: int) -> bytes:
+    return KILL.pack(FRAME_KILL, run_id)
+
+
+def sized_frame(kind: bytes, body: bytes) -> bytes:
+    return SIZED_HEAD.pack(kind, len(body)) + body
+
+
+def done_frame(run_id: int, exit_status: int, cpu_ms: int) -> bytes:
+    return DONE.pack(FRAME_DONE, run_id, exit_status, cpu_ms)
+
+
+@dataclass(frozen=True)
+class Frame:
+    kind: bytes                  # FRAME_COLLECTED, FRAME_PROBLEM or FRAME_DONE
+    body: bytes = b""            # C and P
+    run_id: int = 0              # D
+    exit: int = 0                # D
+    cpu_ms: int = 0              # D
+
+
+class FrameReader:
+    """Frames from the collector, from whatever bytes arrive.
+
+        reader.feed(chunk) -> [Frame, ...]
+        reader.broken      None, or why the stream stopped being frames
+
+    Once broken it stays broken and yields nothing more."""
+
+    def __init__(self):
+        self.buffer = bytearray()
+        self.broken: str | None = None
+
+    def feed(self, chunk: bytes) -> list[Frame]:
+        if self.broken is not None:
+            return []
+        self.buffer += chunk
+        frames = []
+        while self.buffer:
+            kind = bytes(self.buffer[:1])
+            if kind == FRAME_DONE:
+                if len(self.buffer) < DONE.size:
+                    break
+                _, run_id, code, cpu_ms = DONE.unpack_from(self.buffer)
+                del self.buffer[:DONE.size]
+                frames.append(Frame(kind, run_id=run_id, exit=code, cpu_ms=cpu_ms))
+            elif kind in (FRAME_COLLECTED, FRAME_PROBLEM):
+                if len(self.buffer) < SIZED_HEAD.size:
+                    break
+                size = SIZED_HEAD.unpack_from(self.buffer)[1]
+                if size > MAX_FRAME_BYTES:
+                    self._break(f"a frame of {size} bytes (at most {MAX_FRAME_BYTES})")
+                    break
+                if len(self.buffer) < SIZED_HEAD.size + size:
+                    break
+                body = bytes(self.buffer[SIZED_HEAD.size:SIZED_HEAD.size + size])
+                del self.buffer[:SIZED_HEAD.size + size]
+                frames.append(Frame(kind, body=body))
+            else:
+                self._break(f"bytes that are not a frame ({bytes(self.buffer[:16])!r}...)")
+        return frames
+
+    def _break(self, why: str) -> None:
+        self.broken = why
+        self.buffer.clear()
+
+
+def collected_ids(frame: Frame) -> list[str]:
+    """A C frame's test ids."""
+    text = frame.body.decode("utf-8", errors="replace")
+    return text.split("\n") if text else []
+
+
+def problem(frame: Frame) -> tuple[str, str]:
+    """A P frame's (kind, detail)."""
+    kind, _, detail = frame.body.decode("utf-8", errors="replace").partition("\n")
+    return kind, detail[-MAX_TEXT:]
