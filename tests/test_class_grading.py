@@ -885,6 +885,8 @@ def test_gradescope_writes_results_whatever_happens(gradescope_root, tmp_path):
     assert "FileNotFoundError" in crashed["output"]
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_gradescope_where_namespaces_are_refused(gradescope_root, tmp_path):
     """The bundle as Gradescope runs it in a container with Docker's default
     profile (tests/docker_default.py: root, namespaces refused; bubblewrap

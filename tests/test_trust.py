@@ -225,6 +225,8 @@ def graders_secret():
 KEYRING_CHEATS = ("read-the-graders-keyring", "vote-through-the-session-keyring", "vote-through-the-keyring")
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 @pytest.mark.parametrize("sharing", ["shared", "isolated"])
 def test_no_run_reads_or_changes_the_graders_keyring_or_leaves_a_key(sharing, graders_secret, sampled, tmp_path):
     """The grader runs in a session keyring holding a secret.  A suite that
@@ -259,6 +261,8 @@ def instructors_checkout(scratch: Path) -> tuple[Path, Path]:
     return checkout, python
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_ol_grade_keeps_the_instructors_checkout_out_of_reach():
     """`ol grade` grades from a copy of the kit; the instructor's checkout is
     still on sys.path (an editable install).  A suite that walks every
@@ -585,6 +589,7 @@ def student_rope_writing(payload: bytes) -> Variant:
     return Variant("student", reference + write, "python/tinyllm/modern/rope.py")
 
 
+@pytest.mark.needs_confinement
 def test_a_student_rope_writing_hostile_bytes_does_not_stop_the_course_tests(sampled):
     with sampled.engine({}, course=True, workers=2) as engine:
         grader = Grader(sampled, engine, time_limit=60)
@@ -592,6 +597,8 @@ def test_a_student_rope_writing_hostile_bytes_does_not_stop_the_course_tests(sam
     assert course.ok and course.passed and not course.failed, course.output[-3000:]
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_random_bytes_from_both_sides_of_a_real_run_cost_only_that_run(sampled, tmp_path):
     """Hypothesis drives real runs on one pair of warm processes: the
     implementation (the student's, confined) writes the bytes to its report,
@@ -637,6 +644,8 @@ def memory_of_descendants() -> int:
     return total
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_a_run_that_forks_to_allocate_past_its_memory_bound_is_killed(sampled, tmp_path):
     """Three children of 1 GiB each, all held at once, against the default
     bound of 2 GiB per run: a process of the run is killed (the cgroup) or
@@ -727,6 +736,8 @@ class CpuHog:
             pass
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_a_cpu_hog_beside_a_check_changes_no_verdict():
     """A calibration suite (the one with most survivors) graded alone; then
     its survivors and as many of its kills graded again with a CPU hog
@@ -835,6 +846,8 @@ def users_holding(at_least: int) -> list[int]:
     return [uid for uid, count in counts.items() if count >= at_least]
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 @pytest.mark.parametrize("one_range", [False, True], ids=["a-range-per-check", "one-range-for-all"])
 def test_a_check_cannot_reach_another_checks_runs_through_their_user(one_range, tmp_path):
     """Check A's suite holds every process its run user may have; check B,
@@ -932,6 +945,8 @@ def test_docker_default_refuses_namespaces_and_leaves_setuid():
     assert code != "0" and mode == confine.BY_UID, r.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_the_gallery_gains_nothing_where_namespaces_are_refused(tmp_path):
     """Every cheat of the gallery, the keyring ones included, graded as root
     in Docker's default profile (each run as a user of its own, under
@@ -968,6 +983,8 @@ def sampled_home(home: Path) -> Path:
     return home
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 @pytest.mark.parametrize("where", ["namespaces", "namespace-less"])
 def test_ol_grade_gives_the_gallery_nothing(where, tmp_path):
     """`ol grade --jobs 2` on a class of the honest model answer and every
