@@ -15,12 +15,14 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from grading_suites.float16_blind import write_float16_blind_suite
 from kit import ROOT, copy_checkout, explain, processes_with, run_ol, snapshot
 from ol.catalog import load_catalog
 from ol.grading.check import check_module
+from ol.grading.html_report import to_html
 from ol.grading.mutants import _generate, build_mutant_set, load_pitfalls
 from ol.grading.report import to_json, to_text
 from ol.grading.session import GradingSession, Variant
@@ -108,6 +110,60 @@ def test_system_exit_in_a_test_is_a_failure_not_an_escape(tmp_path):
     result = grade(suite)
     assert result.reason == "your tests fail on a correct implementation"
     assert "test_quits" in " ".join(result.problems)
+
+
+def test_each_test_rejecting_a_correct_implementation_is_shown_once_with_its_failure(tmp_path):
+    """Two tests fail on both correct implementations: each is named once,
+    with what pytest's short summary says of it and where it fails, in every
+    report: the terminal, --json, the web page, and what ol grade hands back."""
+    suite = write_suite(tmp_path / "l7-3-rope", """
+        def test_fine():
+            assert rope_cos_sin(0, [1.0])[0][0] == 1.0
+
+        def test_typo():
+            assert foo(1) == 1
+
+        def test_wrong_value():
+            cos, sin = rope_cos_sin([1], [1.0])
+            assert float(cos[0][0]) == 0.5
+    """)
+    result = grade(suite)
+    assert result.reason == "your tests fail on a correct implementation", result.problems
+    cos_1 = float(np.float32(np.cos(1.0)))          # what the failed assertion compared, from numpy alone
+    typo, wrong = (f"tests/l7-3-rope/test_student.py::{name}" for name in ("test_typo", "test_wrong_value"))
+    assert [e["test"] for e in result.rejected] == [typo, wrong], result.rejected
+    assert all(e["implementations"] == ["reference", "alternate:1"] for e in result.rejected), result.rejected
+    assert result.rejected[0]["failure"] == "NameError: name 'foo' is not defined"
+    assert result.rejected[1]["failure"].startswith(f"assert {cos_1!r} == 0.5"), result.rejected[1]
+
+    text = to_text(result)
+    block = text.split("\n\n")[0]                  # before pytest's own report
+    for entry in result.rejected:
+        assert block.count(entry["test"]) == 1, block
+    assert "NameError: name 'foo' is not defined" in block and f"assert {cos_1!r} == 0.5" in block, block
+    assert "(it fails on the reference and a second correct implementation (alternate:1))" in block, block
+    data = json.loads(to_json(result))
+    assert data["rejected"] == result.rejected
+    page = to_html(result, REFERENCE_ROPE.read_text(), "rope.py")
+    assert page.count(f"<code>{typo}</code> rejects a correct implementation") == 1
+    assert "NameError: name &#x27;foo&#x27; is not defined" in page
+
+    from ol.grade.feedback import markdown
+    from ol.grade.gradescope import results_json
+    from ol.grade.outcome import check_result, read_outcome
+
+    points = load_catalog(ROOT).get("L7.3").grading.points
+    outcome = read_outcome({**data, "student": "ann", "names": {}}, points, [])
+    assert outcome.reason.startswith("your tests fail on a correct implementation: "
+                                     f"{typo}: NameError: name 'foo' is not defined; {wrong}: assert"), outcome.reason
+    assert sum(typo in line for line in outcome.details) == 1, outcome.details
+    assert "    NameError: name 'foo' is not defined" in outcome.details
+    assert any(line.startswith(f"{typo} failed on the reference and a second correct implementation")
+               for line in outcome.details), outcome.details
+    assert "NameError: name 'foo' is not defined" in markdown(outcome, points, "full")
+    assert "NameError: name 'foo' is not defined" in results_json(outcome, points, "full")["output"]
+    page = to_html(check_result(outcome), REFERENCE_ROPE.read_text(), "rope.py")
+    assert page.count(f"<code>{typo}</code> rejects a correct implementation") == 1
 
 
 def test_a_variant_that_hangs_or_kills_its_process_counts_as_caught(tmp_path):

@@ -28,7 +28,8 @@ from ol.grading import confine
 from ol.grading.engine import EngineFault
 from ol.grading.session import GradingFault, GradingSession, NotGraded  # noqa: F401  (NotGraded: API)
 from ol.grading.recheck import VerdictCache, code_digest
-from ol.grading.stages import FAILED, PASSED, Grader, SuiteProblem, Verdict, describe
+from ol.grading.rejected import rejected_tests
+from ol.grading.stages import FAILED, PASSED, Grader, SuiteProblem, Verdict
 from ol.grading.static_check import check_student_tests
 
 
@@ -73,6 +74,8 @@ class CheckResult:
     carried_over: int = 0     # kills taken from the last check (their test files unchanged), not run again
     course_tests_kept: bool = False   # the course tests' pass taken from the last check (the same code)
     mutants_of: str = "the reference"  # what the mutants change: "your own code" in a student kit (ol.grading.local)
+    rejected: list[dict] = field(default_factory=list)   # each test failing on a correct implementation, once:
+                                                         # test, failure, implementations (ol.grading.rejected)
 
 
 def check_module(
@@ -149,13 +152,9 @@ def check_module(
                 first = grader.correct_implementations()
                 rejected = [v for v in first if v.status != PASSED]
                 if rejected:
-                    lines = [f"your test rejects a correct implementation: "
-                             f"{', '.join(v.failed) or '(no single test: ' + v.detail + ')'} {v.status} on "
-                             f"{session.describe_variant(v.key) or describe(v.key)}"
-                             + (f" ({v.detail})" if v.detail and v.failed else "") for v in rejected]
-                    variant = session.reference if rejected[0].key == "reference" else next(
-                        a for a in session.alternates if a.key == rejected[0].key)
-                    return stop("your tests fail on a correct implementation", lines, grader.report_on(variant)[-6000:])
+                    found = rejected_tests(grader, session, rejected)
+                    result.rejected = found.entries
+                    return stop("your tests fail on a correct implementation", found.lines, found.output)
                 variants = session.pitfall_variants() + session.mutant_variants()
                 carried = cache.carried([v.key for v in variants]) if cache is not None else {}
                 verdicts = grader.variants([v for v in variants if v.key not in carried])

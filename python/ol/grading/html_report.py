@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ol.errors import OlError
 from ol.grading.check import CheckResult
-from ol.grading.report import floored, to_json
+from ol.grading.report import floored, implementation_name, to_json
 
 GENERATOR = "ol check --html"          # the <meta name="generator"> of every page written here
 REPORTS_DIR = ".ol/reports"             # the default folder, inside ol's own (gitignored) .ol/
@@ -132,7 +132,11 @@ def _summary(result: CheckResult) -> str:
 
 
 def _not_graded(result: CheckResult) -> str:
-    problems = "".join(f"<li>{_e(p)}</li>" for p in result.problems)
+    if result.rejected:
+        problems = "".join(_rejected(entry, result) for entry in result.rejected) + "".join(
+            f"<li>{_e(p)}</li>" for p in result.problems if "(no single test:" in p)
+    else:
+        problems = "".join(f"<li>{_e(p)}</li>" for p in result.problems)
     output = f"<h2>Your tests on that correct implementation</h2><pre>{_e(result.output)}</pre>" if result.output else ""
     return f"""
 <header>
@@ -141,6 +145,14 @@ def _not_graded(result: CheckResult) -> str:
   <ul>{problems}</ul>
 </header>
 {output}"""
+
+
+def _rejected(entry: dict, result: CheckResult) -> str:
+    """One test that fails on a correct implementation: which, where, and pytest's words for it."""
+    where = " and ".join(_e(implementation_name(key, result)) for key in entry["implementations"])
+    failure = f'<pre class="failure">{_e(entry["failure"].rstrip())}</pre>' if entry["failure"] else ""
+    return (f'<li class="rejected"><code>{_e(entry["test"])}</code> rejects a correct implementation '
+            f"(it fails on {where}){failure}</li>")
 
 
 def _pitfalls(result: CheckResult) -> str:
@@ -279,6 +291,7 @@ table { border-collapse: collapse; } td, th { border-bottom: 1px solid #ddd; pad
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .s { color: #a4161a; font-weight: 600; } .k { color: #17692f; }
 .by { color: #444; font-size: .9em; }
+pre.failure { margin: .2em 0 .6em; padding: .3em; background: #fff4f4; border: 1px solid #f0caca; white-space: pre-wrap; }
 .filter { display: inline-block; margin: .5em 0; font-weight: 600; }
 .code { font-family: ui-monospace, monospace; font-size: 13px; border: 1px solid #ddd; }
 .line { display: flex; white-space: pre; line-height: 1.45; }

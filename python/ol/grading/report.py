@@ -18,7 +18,7 @@ from ol.grading.check import CheckResult
 DEFAULT_MAX_SURVIVORS = 3   # diffs shown per function; --all shows every one
 JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
                "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by",
-               "mutants", "carried_over", "course_tests_kept", "mutants_of")
+               "mutants", "carried_over", "course_tests_kept", "mutants_of", "rejected")
 
 
 def to_json(result: CheckResult) -> str:
@@ -33,7 +33,7 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
     lines: list[str] = []
     if result.reason is not None:
         lines.append(f"ol check {result.module}: NOT GRADED: {result.reason}")
-        lines.extend(f"  {problem}" for problem in result.problems)
+        lines.extend(_rejected(result) if result.rejected else [f"  {problem}" for problem in result.problems])
         if result.output:
             lines += ["", "Your tests on that correct implementation (pytest's report):", _indent(result.output.rstrip(), 2)]
         return "\n".join(lines) + "\n"
@@ -91,6 +91,26 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
     if kept:
         lines.append(f"Kept from your last check: {' and '.join(kept)}; --fresh grades everything again.")
     return "\n".join(lines) + "\n"
+
+
+def _rejected(result: CheckResult) -> list[str]:
+    """Each test that fails on a correct implementation, once: where it fails and why."""
+    lines = ["  A correct implementation must pass every test; "
+             f"{'this test fails' if len(result.rejected) == 1 else 'these tests fail'} on one:"]
+    for entry in result.rejected:
+        where = " and ".join(implementation_name(key, result) for key in entry["implementations"])
+        lines.append(f"  {entry['test']} rejects a correct implementation (it fails on {where})")
+        if entry["failure"]:
+            lines.append(_indent(entry["failure"].rstrip(), 6))
+    lines += [f"  {problem}" for problem in result.problems if "(no single test:" in problem]
+    return lines
+
+
+def implementation_name(key: str, result: CheckResult) -> str:
+    """A correct implementation as reports name it ("the reference"; in a student kit "your own code")."""
+    from ol.grading.stages import describe
+
+    return "your own code" if key == "reference" and _unreviewed(result) else describe(key)
 
 
 def floored(score: float | None) -> str:
