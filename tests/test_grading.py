@@ -519,3 +519,9 @@ def test_a_recheck_keeps_the_course_tests_pass_only_while_the_code_is_the_same(t
     after = check()
     assert not after["course_tests_kept"] and not after["passed"] and after["score"] is None
     assert "course tests fail on your code" in after["reason"], after
+    # the report that follows is the course tests', and says so (not "your tests")
+    r = run_ol(checkout, "check", "L7.3", "--ref-deps", "--html", cwd=elsewhere)
+    assert "\nThe course tests on your code (pytest's report):\n" in r.stdout, explain(r)
+    assert "Your tests on" not in r.stdout, explain(r)
+    page = (checkout / ".ol/reports/L7.3-check.html").read_text()
+    assert "<h2>The course tests on your code (pytest&#x27;s report)</h2>" in page and "Your tests on" not in page

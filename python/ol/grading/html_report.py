@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ol.errors import OlError
 from ol.grading.check import CheckResult
-from ol.grading.report import floored, implementation_name, to_json
+from ol.grading.report import floored, implementation_name, output_heading, to_json
 
 GENERATOR = "ol check --html"          # the <meta name="generator"> of every page written here
 REPORTS_DIR = ".ol/reports"             # the default folder, inside ol's own (gitignored) .ol/
@@ -137,7 +137,7 @@ def _not_graded(result: CheckResult) -> str:
             f"<li>{_e(p)}</li>" for p in result.problems if "(no single test:" in p)
     else:
         problems = "".join(f"<li>{_e(p)}</li>" for p in result.problems)
-    output = f"<h2>Your tests on that correct implementation</h2><pre>{_e(result.output)}</pre>" if result.output else ""
+    output = f"<h2>{_e(output_heading(result))}</h2><pre>{_e(result.output)}</pre>" if result.output else ""
     return f"""
 <header>
   <h1>ol check {_e(result.module)}: <span class="verdict fail">NOT GRADED</span></h1>

@@ -19,6 +19,7 @@ DEFAULT_MAX_SURVIVORS = 3   # diffs shown per function; --all shows every one
 JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
                "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by",
                "mutants", "carried_over", "course_tests_kept", "mutants_of", "rejected")
+COURSE_TESTS_FAILED = "course tests fail on your code"     # how check.py's reason starts when they do
 
 
 def to_json(result: CheckResult) -> str:
@@ -35,7 +36,7 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
         lines.append(f"ol check {result.module}: NOT GRADED: {result.reason}")
         lines.extend(_rejected(result) if result.rejected else [f"  {problem}" for problem in result.problems])
         if result.output:
-            lines += ["", "Your tests on that correct implementation (pytest's report):", _indent(result.output.rstrip(), 2)]
+            lines += ["", output_heading(result) + ":", _indent(result.output.rstrip(), 2)]
         return "\n".join(lines) + "\n"
 
     verdict = "PASSED" if result.passed else "NOT PASSED"
@@ -91,6 +92,16 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
     if kept:
         lines.append(f"Kept from your last check: {' and '.join(kept)}; --fresh grades everything again.")
     return "\n".join(lines) + "\n"
+
+
+def output_heading(result: CheckResult) -> str:
+    """What the pytest report in a stopped check's `output` is of."""
+    if (result.reason or "").startswith(COURSE_TESTS_FAILED):
+        return "The course tests on your code (pytest's report)"
+    if result.rejected:
+        first = result.rejected[0]["implementations"][0]
+        return f"Your tests on {implementation_name(first, result)} (pytest's report, its end)"
+    return "Your tests (pytest's report)"
 
 
 def _rejected(result: CheckResult) -> list[str]:
