@@ -70,6 +70,7 @@ class Outcome:
     pitfalls: tuple[PitfallLine, ...]
     survivors: tuple[SurvivorLine, ...]
     suite_output: str                        # pytest's report of the suite on a correct implementation it rejects
+    floors: tuple[dict, ...]                 # each public function's floor (ol.grading.floors): function, caught, ...
     rejected: tuple[dict, ...]               # each test failing on a correct implementation: test, failure, ...
     ignored: tuple[str, ...]
     submitted: float | None
@@ -106,13 +107,14 @@ def read_outcome(record: dict, table: dict[str, float], catalog_pitfalls: list[d
     caught = sum(1 for p in pitfalls if p.caught)
     status = NOT_GRADED if not graded else PASSED if record.get("passed") else NOT_PASSED
     threshold = float(record.get("threshold") or 0.0)
+    floors = tuple(dict(f) for f in record.get("floors") or []) if graded else ()
     rejected = tuple({**entry, "test": in_student_words(str(entry.get("test", "")), names),
                       "failure": in_student_words(str(entry.get("failure") or ""), names)}
                      for entry in record.get("rejected") or [])
     if status == NOT_GRADED:
         reason, details = _not_graded(record, names, error)
     elif status == NOT_PASSED:
-        reason, details = _not_passed(score, threshold, pitfalls), ()
+        reason, details = _not_passed(score, threshold, pitfalls, floors), ()
     else:
         reason, details = "", ()
     return Outcome(
@@ -125,7 +127,7 @@ def read_outcome(record: dict, table: dict[str, float], catalog_pitfalls: list[d
         survivors=tuple(SurvivorLine(s["id"], s["function"], s["diff"]) for s in record.get("survivors") or [])
         if graded else (),
         suite_output=in_student_words(record.get("output") or "", names) if _rejected(record) else "",
-        rejected=rejected,
+        floors=floors, rejected=rejected,
         ignored=tuple(record.get("ignored") or ()), submitted=record.get("submitted"),
         seconds=float(record.get("seconds") or 0.0), error=error.replace("\n", " "),
         confinement=record.get("confinement") or "", record=record,
@@ -141,13 +143,16 @@ def in_student_words(text: str, names: dict[str, str]) -> str:
     return text
 
 
-def _not_passed(score: Fraction, threshold: float, pitfalls: tuple[PitfallLine, ...]) -> str:
+def _not_passed(score: Fraction, threshold: float, pitfalls: tuple[PitfallLine, ...], floors: tuple[dict, ...]) -> str:
+    from ol.grading.floors import floor_line
+
     parts = []
     if float(score) < threshold:
         parts.append(f"score {shown(score)} below {threshold:.2f}")
     missed = [p.id for p in pitfalls if p.caught is False]
     if missed:
         parts.append(f"pitfall{'s' if len(missed) > 1 else ''} {', '.join(missed)} not caught")
+    parts += [f"below a function's floor: {floor_line(f)}" for f in floors if not f.get("met")]
     return "; ".join(parts) or "not passed"
 
 
@@ -281,6 +286,7 @@ def check_result(outcome: Outcome):
                          rejected=[dict(entry) for entry in outcome.rejected])
     if not outcome.graded:
         return result
+    result.floors = [dict(floor) for floor in outcome.floors]
     result.passed, result.score = outcome.status == PASSED, float(outcome.score)
     result.killed, result.counted = outcome.killed, outcome.counted
     result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(p.caught)) for p in outcome.pitfalls]

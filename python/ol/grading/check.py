@@ -12,7 +12,8 @@
        them; a mutant is killed when the suite fails, hangs or crashes on it.
 
     score  = killed / counted   (pitfalls and generated mutants alike)
-    passed = score >= threshold and every pitfall killed
+    passed = score >= threshold and every pitfall killed and every public
+             function's floor met (ol.grading.floors)
 
 How runs are confined, and what each mode guarantees: README.md in this folder.
 """
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from ol.grading import confine
 from ol.grading.engine import EngineFault
+from ol.grading.floors import function_floors
 from ol.grading.session import GradingFault, GradingSession, NotGraded  # noqa: F401  (NotGraded: API)
 from ol.grading.recheck import VerdictCache, code_digest
 from ol.grading.rejected import rejected_tests
@@ -74,6 +76,7 @@ class CheckResult:
     carried_over: int = 0     # kills taken from the last check (their test files unchanged), not run again
     course_tests_kept: bool = False   # the course tests' pass taken from the last check (the same code)
     mutants_of: str = "the reference"  # what the mutants change: "your own code" in a student kit (ol.grading.local)
+    floors: list[dict] = field(default_factory=list)     # each public function's floor (ol.grading.floors.Floor)
     rejected: list[dict] = field(default_factory=list)   # each test failing on a correct implementation, once:
                                                          # test, failure, implementations (ol.grading.rejected)
 
@@ -178,7 +181,10 @@ def check_module(
     result.counted = len(pitfalls) + len(mutants)
     result.killed = sum(o.killed for o in result.pitfalls) + sum(bool(v and v.killed) for _, v in mutants)
     result.score = result.killed / result.counted if result.counted else 1.0
-    result.passed = result.score >= grading.threshold and all(o.killed for o in result.pitfalls)
+    floors = function_floors(grading.floors, result.mutants, session.contract)
+    result.floors = [f.as_dict() for f in floors]
+    result.passed = (result.score >= grading.threshold and all(o.killed for o in result.pitfalls)
+                     and all(f.met for f in floors))
     result.seconds = time.monotonic() - started
     return result
 

@@ -31,7 +31,8 @@ from pathlib import Path
 
 from ol.errors import OlError
 from ol.grading.check import CheckResult
-from ol.grading.report import floored, implementation_name, output_heading, to_json
+from ol.grading.floors import floor_line
+from ol.grading.report import floored, implementation_name, output_heading, to_json, to_pass
 
 GENERATOR = "ol check --html"          # the <meta name="generator"> of every page written here
 REPORTS_DIR = ".ol/reports"             # the default folder, inside ol's own (gitignored) .ol/
@@ -122,7 +123,7 @@ def _summary(result: CheckResult) -> str:
   <h1>ol check {_e(result.module)}: <span class="verdict {'pass' if result.passed else 'fail'}">{verdict}</span></h1>
   <p class="score">score <b id="score">{floored(result.score)}</b>
      &mdash; your tests catch <b id="killed">{result.killed}/{result.counted}</b> faults
-     (to pass: {result.threshold:.2f} and every pitfall)</p>
+     (to pass: {_e(to_pass(result))})</p>
   <p>= {pitfalls_caught}/{len(result.pitfalls)} pitfalls + {result.killed - pitfalls_caught}/{generated}
      generated mutants; pitfalls count in the score like any mutant.</p>
   <p class="muted">Not counted: {excluded.get('message_only', 0)} mutants that change only an error message,
@@ -182,15 +183,23 @@ def _functions(result: CheckResult) -> str:
         entry[1 if mutant["killed"] else 0] += 1
         if not mutant["killed"] and not entry[2]:
             entry[2] = mutant["line"]
+    floors = {floor["function"]: floor for floor in result.floors}
     rows = []
     for function, (survived, caught, line) in sorted(counts.items(), key=lambda item: (-item[1][0], item[0])):
         name = f'<a href="#L{line}">{_e(function)}</a>' if line else _e(function)
+        floor = floors.get(function.split(".", 1)[0])     # a method counts toward its class's floor
         rows.append(f'<tr class="{"survived" if survived else "killed"}"><td>{name}</td>'
-                    f'<td class="num {"s" if survived else "muted"}">{survived}</td><td class="num k">{caught}</td></tr>')
+                    f'<td class="num {"s" if survived else "muted"}">{survived}</td><td class="num k">{caught}</td>'
+                    + (f'<td class="{"k" if floor["met"] else "s floor-below"}">{_e(floor_line(floor))}</td>'
+                       if floor else "<td></td>") + "</tr>")
+    below = [floor_line(f) for f in result.floors if not f["met"]]
+    warning = (f'<p class="s" id="floors-below">Below a function\'s floor: {_e("; ".join(below))}. '
+               "Every public function needs its share of mutants caught, whatever the score.</p>" if below else "")
     return f"""
 <section id="functions">
   <h2>Generated mutants by function</h2>
-  <table><thead><tr><th>function</th><th>survived</th><th>caught</th></tr></thead>
+  {warning}
+  <table><thead><tr><th>function</th><th>survived</th><th>caught</th><th>floor (public functions)</th></tr></thead>
   <tbody>{''.join(rows)}</tbody></table>
 </section>"""
 

@@ -14,11 +14,12 @@ import textwrap
 from dataclasses import asdict
 
 from ol.grading.check import CheckResult
+from ol.grading.floors import floor_line
 
 DEFAULT_MAX_SURVIVORS = 3   # diffs shown per function; --all shows every one
 JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
                "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by",
-               "mutants", "carried_over", "course_tests_kept", "mutants_of", "rejected")
+               "mutants", "carried_over", "course_tests_kept", "mutants_of", "floors", "rejected")
 COURSE_TESTS_FAILED = "course tests fail on your code"     # how check.py's reason starts when they do
 
 
@@ -45,7 +46,7 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
     generated_killed = result.killed - pitfalls_caught
     lines.append(
         f"ol check {result.module}: {verdict}: your tests catch {result.killed}/{result.counted} faults, "
-        f"score {floored(result.score)} (to pass: {result.threshold:.2f} and every pitfall)"
+        f"score {floored(result.score)} (to pass: {to_pass(result)})"
     )
     lines.append(f"  = {pitfalls_caught}/{len(result.pitfalls)} pitfalls + {generated_killed}/{generated} "
                  "generated mutants (pitfalls count in the score like any mutant)")
@@ -56,16 +57,21 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
         lines.append(f"  {mark} {pitfall.id}  {pitfall.misconception}")
         if not pitfall.killed:
             lines.append(_indent(f"symptom: {pitfall.symptom}", 12))
+    if result.floors:
+        lines += ["", "Every public function (each must have its share of mutants caught):"]
+        lines += [f"  {'ok     ' if f['met'] else 'BELOW  '} {floor_line(f)}" for f in result.floors]
     if result.survivors:
         lines += [""] + _survivors(result.survivors, max_survivors, result.mutants_of)
     if not result.passed:
         lines.append("")
         missing = [p.id for p in result.pitfalls if not p.killed]
+        below = [f for f in result.floors if not f["met"]]
         advice = []
         if result.score is not None and result.score < result.threshold:
             advice.append(f"catch at least {_needed(result)} more of the surviving mutants")
         if missing:
             advice.append(f"catch pitfall{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        advice += [f"test {f['function']} ({floor_line(f)})" for f in below]
         lines.append("To pass: " + " and ".join(advice) + ". Write a test that fails on the change, then ./ol check again.")
     excluded = result.excluded
     lines.append("")
@@ -92,6 +98,12 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
     if kept:
         lines.append(f"Kept from your last check: {' and '.join(kept)}; --fresh grades everything again.")
     return "\n".join(lines) + "\n"
+
+
+def to_pass(result: CheckResult) -> str:
+    """What passing takes: "0.80 and every pitfall" (and each public function's floor)."""
+    return f"{result.threshold:.2f}, every pitfall and each function's floor" if result.floors else \
+        f"{result.threshold:.2f} and every pitfall"
 
 
 def output_heading(result: CheckResult) -> str:
