@@ -493,6 +493,53 @@ def test_a_warm_recheck_grades_as_a_cold_check_over_a_sequence_of_edits(tmp_path
     assert grade_both().carried_over == 0
 
 
+def test_a_warm_recheck_of_a_one_file_suite_keeps_the_kills_of_unchanged_tests(tmp_path):
+    """Students write one test file: adding or editing one test re-grades
+    only what it can change, and the grade is still the cold check's."""
+    session = GradingSession(ROOT, "L7.3")
+    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::8])
+    folder = tmp_path / "l7-3-rope"
+    folder.mkdir()
+    suite = folder / "test_rope.py"
+    minimal = (ROOT / "tests/calibration/l7-3-suite-c/test_rope_c.py").read_text()
+    cache = tmp_path / "verdicts.json"
+
+    def grade_both():
+        warm = check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", session=session,
+                            verdict_cache=cache)
+        cold = check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", session=session)
+        assert warm.reason is None and cold.reason is None, (warm.problems, cold.problems)
+        assert ({m["id"] for m in warm.mutants if m["killed"]} == {m["id"] for m in cold.mutants if m["killed"]})
+        assert [p.killed for p in warm.pitfalls] == [p.killed for p in cold.pitfalls]
+        assert (warm.killed, warm.score, warm.passed) == (cold.killed, cold.score, cold.passed)
+        return warm
+
+    suite.write_text(minimal)
+    first = grade_both()
+    assert first.carried_over == 0 and first.killed > 0
+    # two tests added at the end, one a copy of a test that catches pitfalls: every kill is kept (they
+    # change no other test's code)
+    copy = minimal[minimal.index("def test_hand_example"):].split("\n\n\n")[0].replace(
+        "def test_hand_example", "def test_hand_example_again")
+    suite.write_text(minimal + "\n\ndef test_added():\n    assert rope_cos_sin(0, [1.0])[0][0] == 1\n\n\n" + copy + "\n")
+    added = grade_both()
+    assert added.carried_over == len(first.killed_by), (added.carried_over, len(first.killed_by))
+    # one test edited: the kills it made are graded again, the others' kept
+    tree = ast.parse(suite.read_text())
+    tests = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
+    edited = max(tests, key=lambda node: sum(v.split("::")[-1].split("[")[0] == node.name
+                                             for v in added.killed_by.values()))
+    lines = suite.read_text().splitlines(keepends=True)
+    lines.insert(edited.body[0].lineno - 1, " " * edited.body[0].col_offset + "assert True  # an edit\n")
+    suite.write_text("".join(lines))
+    kept = grade_both()
+    made = sum(v.split("::")[-1].split("[")[0] == edited.name for v in added.killed_by.values())
+    assert made > 0 and kept.carried_over == len(added.killed_by) - made, (kept.carried_over, len(added.killed_by), made)
+    # a helper at module level changes: every test of the file can use it, nothing is kept
+    suite.write_text("SCALE = 1.0\n\n\n" + suite.read_text())
+    assert grade_both().carried_over == 0
+
+
 def test_a_recheck_keeps_the_course_tests_pass_only_while_the_code_is_the_same(tmp_path):
     checkout, elsewhere = copy_checkout(tmp_path / "checkout"), tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -17,6 +17,7 @@ each mode guarantees.
     stages.py        the stages of a grade, and verdicts read from outcomes
     rejected.py      tests that fail on a correct implementation: each once, with its failure
     floors.py        a floor per public function: each needs its share of mutants caught
+    recheck.py       the local check's memory of its kills; suite_code.py: when one carries over
     check.py         `ol check`: the whole grading flow, as a CheckResult
     report.py        the CheckResult as terminal text or JSON
     html_report.py   the CheckResult as one self-contained web page (ol check --html)

@@ -73,7 +73,7 @@ class CheckResult:
     killed_by: dict[str, str] = field(default_factory=dict)      # variant id -> first test that failed on it
     mutants: list[dict] = field(default_factory=list)            # every counted mutant: id, function, line,
                                                                  # killed, killed_by (a test id or null), diff
-    carried_over: int = 0     # kills taken from the last check (their test files unchanged), not run again
+    carried_over: int = 0     # kills taken from the last check (their tests' code unchanged), not run again
     course_tests_kept: bool = False   # the course tests' pass taken from the last check (the same code)
     mutants_of: str = "the reference"  # what the mutants change: "your own code" in a student kit (ol.grading.local)
     floors: list[dict] = field(default_factory=list)     # each public function's floor (ol.grading.floors.Floor)
@@ -161,7 +161,7 @@ def check_module(
                 variants = session.pitfall_variants() + session.mutant_variants()
                 carried = cache.carried([v.key for v in variants]) if cache is not None else {}
                 verdicts = grader.variants([v for v in variants if v.key not in carried])
-                verdicts.update({key: Verdict(key, FAILED, (test,), 0.0, "caught before, test file unchanged")
+                verdicts.update({key: Verdict(key, FAILED, (test,), 0.0, "caught before, its test unchanged")
                                  for key, test in carried.items()})
                 if cache is not None:
                     cache.save({key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed})

@@ -94,7 +94,7 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
     if result.course_tests_kept:
         kept.append("the course tests' pass (your code is unchanged)")
     if result.carried_over:
-        kept.append(f"{result.carried_over} catches (their test files are unchanged)")
+        kept.append(f"{result.carried_over} catches (the tests that made them are unchanged)")
     if kept:
         lines.append(f"Kept from your last check: {' and '.join(kept)}; --fresh grades everything again.")
     return "\n".join(lines) + "\n"
