@@ -22,6 +22,7 @@ from grading_suites.float16_blind import write_float16_blind_suite
 from kit import ROOT, copy_checkout, explain, processes_with, run_ol, snapshot
 from ol.catalog import load_catalog
 from ol.grading.check import check_module
+from ol.grading.engine import Run
 from ol.grading.html_report import to_html
 from ol.grading.mutants import _generate, build_mutant_set, load_pitfalls
 from ol.grading.report import to_json, to_text
@@ -164,6 +165,31 @@ def test_each_test_rejecting_a_correct_implementation_is_shown_once_with_its_fai
     assert "NameError: name 'foo' is not defined" in results_json(outcome, points, "full")["output"]
     page = to_html(check_result(outcome), REFERENCE_ROPE.read_text(), "rope.py")
     assert page.count(f"<code>{typo}</code> rejects a correct implementation") == 1
+
+
+def test_the_report_names_every_test_that_fails_on_a_pitfall_in_file_order(tmp_path):
+    """The pitfall table's "by": not the first test that happened to catch it
+    (the runs stop there, in an order of their own), but every test of the
+    suite that fails on it, as pytest's own run of the suite on it says."""
+    session = GradingSession(ROOT, "L7.3")
+    session.mutants = dataclasses.replace(session.mutants, counted=())   # the pitfalls alone
+    folder = ROOT / "tests/calibration/l7-3-suite-c"
+    result = grade(folder, session=session)
+    assert result.reason is None and all(p.killed for p in result.pitfalls), result.problems
+    with session.engine({"student": folder}, course=False) as engine:
+        variants = session.pitfall_variants()
+        runs = [Run(n, {"suite": "student", "mode": "report"}, v.request(), 60.0) for n, v in enumerate(variants)]
+        outcomes = engine.run(runs)
+    expected = {}
+    for number, variant in enumerate(variants):
+        said = next(line["outcomes"] for line in outcomes[number].report if "outcomes" in line)
+        expected[variant.key.split(":", 1)[1]] = tuple(t for t, o in said.items() if o in ("failed", "error"))
+    assert {p.id: p.tests for p in result.pitfalls} == expected
+    assert any(len(tests) > 1 for tests in expected.values()), "a pitfall more than one test catches"
+    page = to_html(result, REFERENCE_ROPE.read_text(), "rope.py")
+    for pitfall in result.pitfalls:
+        row = page.split(f"<tr class=\"killed\"><td>{pitfall.id}</td>", 1)[1].split("</tr>", 1)[0]
+        assert row.split("by<ul>", 1)[1].split("</ul>")[0] == "".join(f"<li><code>{t}</code></li>" for t in pitfall.tests)
 
 
 def test_a_variant_that_hangs_or_kills_its_process_counts_as_caught(tmp_path):
@@ -474,6 +500,7 @@ def test_a_warm_recheck_grades_as_a_cold_check_over_a_sequence_of_edits(tmp_path
         assert ({m["id"] for m in warm.mutants if m["killed"]} == {m["id"] for m in cold.mutants if m["killed"]})
         assert [p.killed for p in warm.pitfalls] == [p.killed for p in cold.pitfalls]
         assert (warm.killed, warm.score, warm.passed) == (cold.killed, cold.score, cold.passed)
+        assert [p.tests for p in warm.pitfalls] == [p.tests for p in cold.pitfalls], "the report's \"by\""
         return warm
 
     (folder / "test_weak.py").write_text(weak)
@@ -512,18 +539,21 @@ def test_a_warm_recheck_of_a_one_file_suite_keeps_the_kills_of_unchanged_tests(t
         assert ({m["id"] for m in warm.mutants if m["killed"]} == {m["id"] for m in cold.mutants if m["killed"]})
         assert [p.killed for p in warm.pitfalls] == [p.killed for p in cold.pitfalls]
         assert (warm.killed, warm.score, warm.passed) == (cold.killed, cold.score, cold.passed)
+        assert [p.tests for p in warm.pitfalls] == [p.tests for p in cold.pitfalls], "the report's \"by\""
         return warm
 
     suite.write_text(minimal)
     first = grade_both()
     assert first.carried_over == 0 and first.killed > 0
     # two tests added at the end, one a copy of a test that catches pitfalls: every kill is kept (they
-    # change no other test's code)
+    # change no other test's code), and the copy is listed beside the original under each pitfall it fails on
     copy = minimal[minimal.index("def test_hand_example"):].split("\n\n\n")[0].replace(
         "def test_hand_example", "def test_hand_example_again")
     suite.write_text(minimal + "\n\ndef test_added():\n    assert rope_cos_sin(0, [1.0])[0][0] == 1\n\n\n" + copy + "\n")
     added = grade_both()
     assert added.carried_over == len(first.killed_by), (added.carried_over, len(first.killed_by))
+    again = [p.id for p in added.pitfalls if any(t.endswith("::test_hand_example_again") for t in p.tests)]
+    assert again and again == [p.id for p in added.pitfalls if any(t.endswith("::test_hand_example") for t in p.tests)]
     # one test edited: the kills it made are graded again, the others' kept
     tree = ast.parse(suite.read_text())
     tests = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]

@@ -289,7 +289,9 @@ def check_result(outcome: Outcome):
     result.floors = [dict(floor) for floor in outcome.floors]
     result.passed, result.score = outcome.status == PASSED, float(outcome.score)
     result.killed, result.counted = outcome.killed, outcome.counted
-    result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(p.caught)) for p in outcome.pitfalls]
+    tests = {p["id"]: tuple(words(t) for t in p.get("tests") or ()) for p in record.get("pitfalls") or []}
+    result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(p.caught), tests.get(p.id, ()))
+                       for p in outcome.pitfalls]
     result.survivors = [Survivor(s.id, s.function, s.diff) for s in outcome.survivors]
     result.excluded = dict(record.get("excluded") or {})
     result.course_tests = dict(record.get("course_tests") or {})

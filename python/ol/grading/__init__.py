@@ -16,6 +16,7 @@ each mode guarantees.
     engine.py        the observer: sandboxes, runs, deadlines, outcomes
     stages.py        the stages of a grade, and verdicts read from outcomes
     rejected.py      tests that fail on a correct implementation: each once, with its failure
+    pitfall_tests.py which tests fail on each caught pitfall (the report's "by")
     floors.py        a floor per public function: each needs its share of mutants caught
     recheck.py       the local check's memory of its kills; suite_code.py: when one carries over
     check.py         `ol check`: the whole grading flow, as a CheckResult

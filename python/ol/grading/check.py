@@ -28,6 +28,7 @@ from pathlib import Path
 from ol.grading import confine
 from ol.grading.engine import EngineFault
 from ol.grading.floors import function_floors
+from ol.grading.pitfall_tests import tests_failing_on
 from ol.grading.session import GradingFault, GradingSession, NotGraded  # noqa: F401  (NotGraded: API)
 from ol.grading.recheck import VerdictCache, code_digest
 from ol.grading.rejected import rejected_tests
@@ -41,6 +42,7 @@ class PitfallOutcome:
     misconception: str
     symptom: str
     killed: bool
+    tests: tuple[str, ...] = ()    # the suite's tests that fail on it, in file order (the report's "by")
 
 
 @dataclass(frozen=True)
@@ -163,8 +165,11 @@ def check_module(
                 verdicts = grader.variants([v for v in variants if v.key not in carried])
                 verdicts.update({key: Verdict(key, FAILED, (test,), 0.0, "caught before, its test unchanged")
                                  for key, test in carried.items()})
+                caught = [v for v in variants if v.key.startswith("pitfall:") and verdicts[v.key].killed]
+                by = tests_failing_on(grader, caught, *((cache.known(), cache.code) if cache is not None else ()))
                 if cache is not None:
-                    cache.save({key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed})
+                    cache.save({key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed}, by,
+                               grader.collected)
             except SuiteProblem as problem:
                 return stop(problem.reason, problem.lines, problem.output)
     except EngineFault as fault:
@@ -172,7 +177,8 @@ def check_module(
 
     pitfalls = [(p, verdicts.get(f"pitfall:{p.id}")) for p in session.mutants.pitfalls]
     mutants = [(m, verdicts.get(m.id)) for m in session.mutants.counted]
-    result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(v and v.killed)) for p, v in pitfalls]
+    result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(v and v.killed),
+                                      by.get(f"pitfall:{p.id}", ())) for p, v in pitfalls]
     result.survivors = [Survivor(m.id, m.function, m.diff) for m, v in mutants if not (v and v.killed)]
     result.killed_by = {key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed}
     result.carried_over = len(carried)

@@ -159,9 +159,9 @@ def _rejected(entry: dict, result: CheckResult) -> str:
 def _pitfalls(result: CheckResult) -> str:
     rows = []
     for pitfall in result.pitfalls:
-        caught_by = result.killed_by.get(f"pitfall:{pitfall.id}")
-        status = ('<span class="k">caught</span>' + (f'<div class="by">by <code>{_e(caught_by)}</code></div>'
-                                                      if caught_by else "")
+        tests = list(pitfall.tests) or [t for t in [result.killed_by.get(f"pitfall:{pitfall.id}")] if t]
+        by = "".join(f"<li><code>{_e(test)}</code></li>" for test in tests)
+        status = ('<span class="k">caught</span>' + (f'<div class="by">by<ul>{by}</ul></div>' if by else "")
                   if pitfall.killed else '<span class="s">MISSED</span>')
         rows.append(f'<tr class="{"killed" if pitfall.killed else "survived"}"><td>{_e(pitfall.id)}</td>'
                     f"<td>{status}</td><td>{_e(pitfall.misconception)}</td><td>{_e(pitfall.symptom)}</td></tr>")
@@ -169,7 +169,7 @@ def _pitfalls(result: CheckResult) -> str:
 <section id="pitfalls">
   <h2>Pitfalls: each one must be caught</h2>
   <p class="muted">A pitfall is named by its misconception and what it looks like, not by its diff:
-     write the test that would notice it.</p>
+     write the test that would notice it. Under "by": the tests of your suite, in file order, that fail on it.</p>
   <table><thead><tr><th>id</th><th>your tests</th><th>misconception</th><th>symptom</th></tr></thead>
   <tbody>{''.join(rows)}</tbody></table>
 </section>"""
@@ -299,7 +299,7 @@ table { border-collapse: collapse; } td, th { border-bottom: 1px solid #ddd; pad
   vertical-align: top; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .s { color: #a4161a; font-weight: 600; } .k { color: #17692f; }
-.by { color: #444; font-size: .9em; }
+.by { color: #444; font-size: .9em; } .by ul { margin: .1em 0; padding-left: 1.2em; }
 pre.failure { margin: .2em 0 .6em; padding: .3em; background: #fff4f4; border: 1px solid #f0caca; white-space: pre-wrap; }
 .filter { display: inline-block; margin: .5em 0; font-weight: 600; }
 .code { font-family: ui-monospace, monospace; font-size: 13px; border: 1px solid #ddd; }
