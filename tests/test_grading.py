@@ -549,7 +549,8 @@ def test_a_warm_recheck_of_a_one_file_suite_keeps_the_kills_of_unchanged_tests(t
     # change no other test's code), and the copy is listed beside the original under each pitfall it fails on
     copy = minimal[minimal.index("def test_hand_example"):].split("\n\n\n")[0].replace(
         "def test_hand_example", "def test_hand_example_again")
-    suite.write_text(minimal + "\n\ndef test_added():\n    assert rope_cos_sin(0, [1.0])[0][0] == 1\n\n\n" + copy + "\n")
+    added_tests = "\n\ndef test_added():\n    assert rope_cos_sin(0, [1.0])[0][0] == 1\n\n\n" + copy + "\n"
+    suite.write_text(minimal + added_tests)
     added = grade_both()
     assert added.carried_over == len(first.killed_by), (added.carried_over, len(first.killed_by))
     again = [p.id for p in added.pitfalls if any(t.endswith("::test_hand_example_again") for t in p.tests)]
@@ -564,7 +565,7 @@ def test_a_warm_recheck_of_a_one_file_suite_keeps_the_kills_of_unchanged_tests(t
     suite.write_text("".join(lines))
     kept = grade_both()
     made = sum(v.split("::")[-1].split("[")[0] == edited.name for v in added.killed_by.values())
-    assert made > 0 and kept.carried_over == len(added.killed_by) - made, (kept.carried_over, len(added.killed_by), made)
+    assert made > 0 and kept.carried_over == len(added.killed_by) - made, (kept.carried_over, made)
     # a helper at module level changes: every test of the file can use it, nothing is kept
     suite.write_text("SCALE = 1.0\n\n\n" + suite.read_text())
     assert grade_both().carried_over == 0

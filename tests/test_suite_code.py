@@ -142,7 +142,8 @@ def test_a_fixture_named_like_a_test_is_module_code(tmp_path):
 
 
 def test_what_cannot_be_read_has_no_digest(tmp_path):
-    folder = write(tmp_path / "suite", {"test_bad.py": "def test_x(:\n    pass\n", "test_ok.py": "def test_y():\n    pass\n"})
+    folder = write(tmp_path / "suite", {"test_bad.py": "def test_x(:\n    pass\n",
+                                        "test_ok.py": "def test_y():\n    pass\n"})
     found = digests(folder, ["test_bad.py::test_x", "test_ok.py::test_y", "test_ok.py::test_gone",
                              "test_missing.py::test_z"])
     assert found["test_bad.py::test_x"] is None and found["test_ok.py::test_gone"] is None

@@ -60,7 +60,8 @@ def floor_line(floor: dict) -> str:
     return f"{floor['function']}: {floor['caught']} of {floor['counted']} caught (at least {floor['needed']} needed)"
 
 
-def function_floors(floors: dict[str, float], mutants: list[dict], contract: tuple[str, str] | None = None) -> list[Floor]:
+def function_floors(floors: dict[str, float], mutants: list[dict],
+                    contract: tuple[str, str] | None = None) -> list[Floor]:
     """Each floor of the catalog against the counted mutants ({"function",
     "killed", ...} as CheckResult.mutants holds them), in the catalog's order.
     contract: (path, .pyi text), to refuse a floor on a name it does not define."""
@@ -78,8 +79,8 @@ def function_floors(floors: dict[str, float], mutants: list[dict], contract: tup
 
 def public_names(contract: str) -> list[str]:
     """The public functions and classes a contract (.pyi text) defines, in its order."""
-    return [node.name for node in ast.parse(contract).body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not node.name.startswith("_")]
+    defined = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return [node.name for node in ast.parse(contract).body if isinstance(node, defined) and not node.name.startswith("_")]
 
 
 def check_floors_name_the_contract(floors: dict[str, float], contract: str, where: str) -> None:

@@ -43,7 +43,6 @@ def tests_failing_on(grader, variants: list[Variant], known: Known | None = None
     """The tests that fail on each variant, in the suite's file order.
     known and code (a test's digest now): what can be taken from the last check."""
     order = {test: n for n, test in enumerate(grader.collected)}
-    in_order = lambda tests: tuple(sorted(set(tests), key=lambda t: (order.get(t, len(order)), t)))[:MAX_LISTED]  # noqa: E731
     changed = [] if known is None or code is None else \
         [t for t in grader.collected if known.code.get(t) is None or known.code[t] != code(t)]
     found, whole, asked = {}, [], []     # asked: (variant, new test, a test known to fail on it)
@@ -68,7 +67,8 @@ def tests_failing_on(grader, variants: list[Variant], known: Known | None = None
             found[variant.key] = list(failed)
         elif pair[0] in failed:
             found[variant.key].append(pair[0])
-    return {key: in_order(tests) for key, tests in found.items()}
+    in_file_order = lambda tests: sorted(set(tests), key=lambda t: (order.get(t, len(order)), t))  # noqa: E731
+    return {key: tuple(in_file_order(tests))[:MAX_LISTED] for key, tests in found.items()}
 
 
 def _failed(outcome) -> list[str]:

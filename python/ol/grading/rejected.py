@@ -58,7 +58,8 @@ def rejected_tests(grader, session, verdicts: list[Verdict]) -> Rejected:
             continue
         said = reports[verdict.key].get("failures") or {}
         for test in verdict.failed:
-            entry = found.setdefault(test, {"test": test, "status": verdict.status, "failure": "", "implementations": []})
+            entry = found.setdefault(test, {"test": test, "status": verdict.status, "failure": "",
+                                            "implementations": []})
             entry["implementations"].append(verdict.key)
             if not entry["failure"]:
                 entry["failure"] = verdict.detail if verdict.status != FAILED else str(said.get(test) or "")
