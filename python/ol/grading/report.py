@@ -71,7 +71,7 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
             advice.append(f"catch at least {_needed(result)} more of the surviving mutants")
         if missing:
             advice.append(f"catch pitfall{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
-        advice += [f"test {f['function']} ({floor_line(f)})" for f in below]
+        advice += [f"catch at least {f['needed'] - f['caught']} more of {f['function']}'s mutants" for f in below]
         lines.append("To pass: " + " and ".join(advice) + ". Write a test that fails on the change, then ./ol check again.")
     excluded = result.excluded
     lines.append("")
