@@ -54,6 +54,8 @@ def test_a_floor_counts_the_mutants_of_its_function_and_its_methods_only():
         function_floors({"_tables_for": 0.5}, mutants, ("rope.pyi", "def apply_rope(x): ...\nclass RopeSpec: ...\n"))
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_a_suite_that_never_calls_rope_spec_fails_l7_4_on_its_floor():
     """Issue 19: oracle comparisons of rope_parameters only, no rope_spec test.
     Its score and pitfalls pass (0.83 before floors existed); the floor fails it."""

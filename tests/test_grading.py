@@ -120,6 +120,7 @@ def test_system_exit_in_a_test_is_a_failure_not_an_escape(tmp_path):
     assert "test_quits" in " ".join(result.problems)
 
 
+@pytest.mark.needs_confinement
 def test_each_test_rejecting_a_correct_implementation_is_shown_once_with_its_failure(tmp_path):
     """Two tests fail on both correct implementations: each is named once,
     with what pytest's short summary says of it and where it fails, in every
@@ -174,6 +175,7 @@ def test_each_test_rejecting_a_correct_implementation_is_shown_once_with_its_fai
     assert page.count(f"<code>{typo}</code> rejects a correct implementation") == 1
 
 
+@pytest.mark.needs_confinement
 def test_the_report_names_every_test_that_fails_on_a_pitfall_in_file_order(tmp_path):
     """The pitfall table's "by": not the first test that happened to catch it
     (the runs stop there, in an order of their own), but every test of the
