@@ -25,6 +25,7 @@ from ol.grading.check import check_module
 from ol.grading.engine import Run
 from ol.grading.html_report import to_html
 from ol.grading.mutants import _generate, build_mutant_set, load_pitfalls
+from ol.grading.protocol import RunRequest
 from ol.grading.report import to_json, to_text
 from ol.grading.session import GradingSession, Variant
 from ol.grading.stages import PASSED, TIMEOUT, Grader
@@ -187,7 +188,7 @@ def test_the_report_names_every_test_that_fails_on_a_pitfall_in_file_order(tmp_p
     assert result.reason is None and all(p.killed for p in result.pitfalls), result.problems
     with session.engine({"student": folder}, course=False) as engine:
         variants = session.pitfall_variants()
-        runs = [Run(n, {"suite": "student", "mode": "report"}, v.request(), 60.0) for n, v in enumerate(variants)]
+        runs = [Run(n, RunRequest(suite="student", mode="report"), v.request(), 60.0) for n, v in enumerate(variants)]
         outcomes = engine.run(runs)
     expected = {}
     for number, variant in enumerate(variants):

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 
 from ol.grading.engine import Run
+from ol.grading.protocol import RunRequest
 from ol.grading.stages import FAILED, TIMEOUT, Verdict, _merged, describe
 
 REPORT_TAIL = 6000          # characters of pytest's report kept
@@ -45,7 +46,7 @@ def rejected_tests(grader, session, verdicts: list[Verdict]) -> Rejected:
     fails on."""
     variants = {v.key: v for v in (session.reference, *session.alternates)}
     runs = {grader._id(): variants[v.key] for v in verdicts if v.status != TIMEOUT}   # a hang would hang again
-    outcomes = grader.engine.run([Run(run_id, {"suite": "student", "mode": "report"}, variant.request(),
+    outcomes = grader.engine.run([Run(run_id, RunRequest(suite="student", mode="report"), variant.request(),
                                       grader.time_limit) for run_id, variant in runs.items()])
     reports = {variant.key: _merged(outcomes[run_id].report) for run_id, variant in runs.items()}
     reports.update({v.key: {} for v in verdicts if v.key not in reports})
