@@ -22,6 +22,7 @@ unix socket or signal outside the run.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446   # the same number on every architecture
@@ -51,6 +52,7 @@ class LandlockError(OSError):
     pass
 
 
+@functools.cache
 def _libc():
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long

@@ -2,6 +2,7 @@
 
     refuse(KEYRING)                       every confined run
     refuse(KEYRING + SHARED_OBJECTS)      runs confined by uid alone
+    prepare()                             in the warm process: build both once
 
 The kernel's keyrings are keyed by user, not by mount or pid namespace: a
 key stored by one run (add_key), opened to every user (KEYCTL_SETPERM) and
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 import platform
 
@@ -47,6 +49,7 @@ class _Program(ctypes.Structure):
     _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Instruction))]
 
 
+@functools.cache
 def _libc():
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
@@ -81,13 +84,29 @@ def refuse(names: tuple[str, ...]) -> bool:
     (no_new_privs must be set).  False where the architecture is not known."""
     if not supported():
         return False
-    code = program(names)
-    instructions = (_Instruction * len(code))(*[_Instruction(*i) for i in code])
-    prog = _Program(len(code), instructions)
-    if _libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+    if _libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(_compiled(names)), 0, 0) != 0:
         error = ctypes.get_errno()
         raise OSError(error, f"seccomp filter: {os.strerror(error)}")
     return True
+
+
+@functools.cache
+def _compiled(names: tuple[str, ...]) -> _Program:
+    """program(names) as the kernel takes it: built once per warm process,
+    then loaded by every run it forks."""
+    code = program(names)
+    instructions = (_Instruction * len(code))(*[_Instruction(*i) for i in code])
+    compiled = _Program(len(code), instructions)
+    compiled.keep = instructions   # the array lives as long as the program that points into it
+    return compiled
+
+
+def prepare() -> None:
+    """Build both filters now, in a warm process, so that the runs it forks
+    load them without building them again."""
+    if supported():
+        _compiled(KEYRING)
+        _compiled(KEYRING + SHARED_OBJECTS)
 
 
 def join_fresh_session_keyring() -> None:
