@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -68,3 +70,55 @@ def processes_with(marker: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def sigint_as_at_a_terminal() -> None:
+    """preexec_fn for a child a test stops with SIGINT: SIGINT at its default
+    there, as Ctrl-C finds a command in a terminal.  A shell without job
+    control starts a background job (`python -m pytest &`) with SIGINT
+    ignored, which children inherit, and Python then leaves it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL what is left of the process group that `process` leads (it was
+    started with start_new_session=True) and reap it: a test's cleanup,
+    whatever became of the test."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:  # the whole group has ended
+        pass
+    process.wait()
+
+
+def virtual_environment(folder: Path) -> Path:
+    """A venv at folder that sees this interpreter's packages; its python.
+
+    `--system-site-packages` is not enough: run from a venv, `-m venv` builds
+    on the base interpreter and would see its packages, not this venv's (where
+    the README's `pip install` put numpy and mutmut).  A .pth file adds this
+    interpreter's site folders, in its order, .pth files included."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    folders = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    adds = "; ".join(f"site.addsitedir({f!r})" for f in folders if os.path.isdir(f))
+    Path(purelib, "kit-tests-packages.pth").write_text(f"import site; {adds}\n")
+    return python
+
+
+def run_probe(where: Path, python: Path | str, probe: str, **env: str) -> subprocess.CompletedProcess:
+    """pytest -rs, run by `python`, on a test file holding `probe` beside copies
+    of the kit's tests/conftest.py and pyproject.toml (at where/kit): what the
+    kit's own markers and hooks make of it.  CI is unset unless given."""
+    kit = where / "kit"
+    (kit / "tests").mkdir(parents=True)
+    shutil.copy2(ROOT / "pyproject.toml", kit)
+    shutil.copy2(ROOT / "tests" / "conftest.py", kit / "tests")
+    (kit / "tests" / "test_probe.py").write_text(probe)
+    environment = {name: value for name, value in os.environ.items() if name != "CI"}
+    environment.update(PYTHONPATH=str(ROOT / "python"), **env)  # the ol of the conftest under test
+    return subprocess.run([str(python), "-m", "pytest", "-rs", "-p", "no:cacheprovider", "-p", "no:randomly",
+                           "tests/test_probe.py"], cwd=kit, env=environment, capture_output=True, text=True,
+                          timeout=120)

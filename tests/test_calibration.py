@@ -49,6 +49,21 @@ no cache) scores 174/206 = 0.84 and still fails: it misses pitfalls a04 and
 a05, which only grouped heads and offset positions can show.  Unchanged once
 the pitfalls were graded as chaffs around the reference (course/mutants/L7.5/
 chaffs/): a 206/206, b 205/206, c 205/206, weak 174/206 missing a04 and a05.
+
+After issue 19 gave each public function of the contract a floor (at least
+half of its own counted mutants caught; course/catalog.toml's `floors`),
+nothing changed for the honest suites: every one of them, and every model
+answer, catches all of each public function's mutants (L7.3 rope_cos_sin
+13/13, apply_rope 71/71, RopeSpec 58/58; L7.4 rope_parameters 54/54,
+rope_spec 73/73; L7.5 attention 122/122, causal_mask 14/14), with the same
+scores (L7.3 a 267, b 262, c 256 of 268; L7.4 a 498, b 492, c 498 of 500;
+L7.5 a 206, b 205, c 205 of 206; each model answer all of them).  A suite of
+rope_parameters oracle comparisons alone (tests/grading_suites/
+l7-4-oracle-only: suite b without its rope_spec tests) scored 411/500 = 0.82
+with every pitfall caught and passed; it now fails on rope_spec: 0 of 73
+caught (at least 37 needed) (tests/test_floors.py).  The weak L7.5 suite
+catches 107/122 of attention and 12/14 of causal_mask: above its floors, it
+still fails on a04 and a05 alone.
 """
 
 from __future__ import annotations
@@ -92,6 +107,9 @@ def explain(name, r) -> str:
         lines.append(f"score {r.score:.4f} = {r.killed}/{r.counted} (threshold {r.threshold}); excluded {r.excluded}")
     missed = [f"{p.id} ({p.misconception})" for p in r.pitfalls if not p.killed]
     lines.append(f"surviving pitfalls: {missed or 'none'}")
+    below = [f"{f['function']}: {f['caught']} of {f['counted']} caught (at least {f['needed']} needed)"
+             for f in r.floors if not f["met"]]
+    lines.append(f"public functions below their floor: {below or 'none'}")
     lines.append(f"{len(r.survivors)} surviving mutants:")
     for s in r.survivors:
         lines.append(f"--- {s.id} in {s.function}")
@@ -99,12 +117,16 @@ def explain(name, r) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_honest_student_passes_ol_check(graded):
     name, r = graded
     passed = r.passed is True
     assert passed, explain(name, r)
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_a_weak_attention_suite_fails_on_the_pitfalls_it_cannot_see():
     r = check_module(ROOT, "L7.5", tests=ROOT / "tests" / "grading_suites" / "l7-5-weak", course_tests=False,
                      sharing="shared")

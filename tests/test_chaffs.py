@@ -31,6 +31,7 @@ def test_every_graded_module_has_a_chaff_for_each_pitfall():
         assert all(v.source != p.source for v, p in zip(session.pitfall_variants(), session.mutants.pitfalls))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module_id", GRADED)
 def test_each_chaff_around_the_reference_fails_the_course_tests_its_pitfall_names(module_id):
     session = GradingSession(ROOT, module_id)
@@ -41,6 +42,7 @@ def test_each_chaff_around_the_reference_fails_the_course_tests_its_pitfall_name
         assert set(pitfall.caught_by) <= failed, (pitfall.id, sorted(failed))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module_id", GRADED)
 def test_each_chaff_around_the_reference_equals_its_edit_on_the_course_tests_inputs(module_id):
     comparisons = compare_chaffs_with_edits(ROOT, module_id)

@@ -381,6 +381,8 @@ def graded(synthetic_class, tmp_path_factory):
     return work / "graded", r
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_every_row_says_what_happened_and_why(graded):
     out, r = graded
     table = by_source(out)
@@ -401,6 +403,8 @@ def test_every_row_says_what_happened_and_why(graded):
     assert not (ROOT / "ol-cheat-was-here").exists() and not processes_with("31416")
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_names_sources_and_the_same_files_graded_once(graded):
     out, _ = graded
     table = rows(out)
@@ -420,6 +424,8 @@ def test_names_sources_and_the_same_files_graded_once(graded):
     assert summary["student"] != "summary" and (out / "summary.md").read_text().startswith("# L7.3")
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_points_follow_the_stated_rule_rounded_down(graded):
     """points = 40 x course + 50 x caught/counted + 10 x pitfalls caught/7, each
     part rounded down to hundredths, computed here from the row's own counts."""
@@ -437,6 +443,8 @@ def test_points_follow_the_stated_rule_rounded_down(graded):
         assert row["points"] == f"{float(expect):.2f}", row
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_submitted_late_ids_and_the_export(graded):
     out, r = graded
     table = by_source(out)
@@ -454,6 +462,8 @@ def test_submitted_late_ids_and_the_export(graded):
     assert "late: 2 (submitted after 2026-03-01T23:59+00:00)" in (out / "summary.md").read_text()
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_only_grades_the_named_again_and_keeps_the_rest(graded, synthetic_class):
     out, _ = graded
     work = synthetic_class.parent
@@ -475,6 +485,8 @@ def test_only_grades_the_named_again_and_keeps_the_rest(graded, synthetic_class)
     assert r.returncode == 2 and "--export plain needs --manifest" in r.stderr, explain(r)
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_each_student_gets_a_report_in_their_own_words(graded, synthetic_class):
     out, _ = graded
     for row in rows(out).values():
@@ -491,6 +503,8 @@ def test_each_student_gets_a_report_in_their_own_words(graded, synthetic_class):
     assert "- ignored (not part of L7.3): notes.txt, rope_final.py" in (out / "dee.md").read_text()
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_feedback_levels_hand_back_less_or_more(graded, tmp_path):
     from ol.grade.feedback import write_feedback
     from ol.grade.kit import catalog_pitfalls, graded_source
@@ -517,6 +531,8 @@ def test_feedback_levels_hand_back_less_or_more(graded, tmp_path):
     assert fault.error == "the grader failed: boom" and "boom" not in fault.reason
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_the_reports_open_in_a_browser(graded):
     from playwright.sync_api import sync_playwright
 
@@ -542,6 +558,8 @@ def test_the_reports_open_in_a_browser(graded):
             browser.close()
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_summary_uses_the_words_and_lists_copies_to_look_at(graded):
     out, _ = graded
     summary = (out / "summary.md").read_text()
@@ -576,6 +594,8 @@ def readme_sample(out: Path, stdout: str) -> str:
     return "\n".join("    " + line for line in lines) + "\n"
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_the_readme_sample_is_this_run(graded):
     """OL_WRITE_README=1 writes the sample into README.md from this run."""
     out, r = graded
@@ -593,6 +613,8 @@ def test_the_readme_sample_is_this_run(graded):
         assert word in current and word in (out / "summary.md").read_text()
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_grading_twice_or_side_by_side_gives_the_same_rows(graded, synthetic_class, tmp_path):
     """A second run keeps every row; --jobs 2 on part of the class (five
     gradings, two at a time, bob/ and bob.zip among them) gives its rows."""
@@ -658,6 +680,8 @@ def ray_head(tmp_path):
         shutil.rmtree(temp, ignore_errors=True)
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_a_class_graded_on_ray_gets_the_rows_of_this_machine(ray_head, graded, synthetic_class, tmp_path):
     address, env = ray_head
     subset = tmp_path / "four"
@@ -691,6 +715,8 @@ def valid_results(data: dict) -> None:
             assert test["status"] in ("passed", "failed") and "score" not in test, test
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_gradescope_shows_the_class_as_ol_grade_does(graded):
     """Each record of the class as results.json: the maximum always the
     catalog's total, the score the row's points, the top line the row's reason,
@@ -793,6 +819,7 @@ def play(root: Path, home: Path, files: dict[str, bytes], env: dict | None = Non
     return data
 
 
+@pytest.mark.slow
 def test_setup_installs_python_and_exactly_the_locked_packages(gradescope_root):
     root, apt_log, _ = gradescope_root
     assert "install" in apt_log and "python3.11 python3.11-venv" in apt_log, apt_log
@@ -809,6 +836,8 @@ def test_setup_installs_python_and_exactly_the_locked_packages(gradescope_root):
     assert set(installed) - {pin.split("==")[0] for pin in lock} <= {"pip", "setuptools", "wheel"}, installed
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_gradescope_as_gradescope_runs_it(gradescope_root, graded):
     root, _, home = gradescope_root
     passing = play(root, home, {"rope.py": REFERENCE_ROPE.read_bytes(),
@@ -824,6 +853,8 @@ def test_gradescope_as_gradescope_runs_it(gradescope_root, graded):
     assert sum(t["max_score"] for t in malformed["tests"] if "max_score" in t) == 100
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_gradescope_writes_results_whatever_happens(gradescope_root, tmp_path):
     root, _, home = gradescope_root
     broken = play(root, home, {"rope.py": b"\n"}, env=dict(os.environ, HOME=str(home), OL_PYTHON="/bin/false"))
@@ -854,6 +885,8 @@ def test_gradescope_writes_results_whatever_happens(gradescope_root, tmp_path):
     assert "FileNotFoundError" in crashed["output"]
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_gradescope_where_namespaces_are_refused(gradescope_root, tmp_path):
     """The bundle as Gradescope runs it in a container with Docker's default
     profile (tests/docker_default.py: root, namespaces refused; bubblewrap

@@ -34,6 +34,7 @@ def elsewhere(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("elsewhere")
 
 
+@pytest.mark.slow
 def test_student_path(checkout, elsewhere):
     def ol(*args):
         return run_ol(checkout, *args, cwd=elsewhere)

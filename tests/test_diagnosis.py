@@ -138,6 +138,7 @@ def test_the_diagnosis_builds_each_pitfall_as_the_grader_does(module):
     assert {p.id: p.source for p in graded} == built
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module, mistake_id", [(module, m) for module in TARGETS for m in KNOWN[module]])
 def test_a_planted_mistake_is_named_by_the_first_failing_course_test(module, mistake_id):
     mistake = KNOWN[module][mistake_id]
@@ -149,6 +150,7 @@ def test_a_planted_mistake_is_named_by_the_first_failing_course_test(module, mis
     assert_names(mistake, sections[run.failed[0]], run.failed[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module, bug", [(module, bug) for module in TARGETS for bug in UNRELATED[module]])
 def test_a_planted_unrelated_bug_names_no_mistake(module, bug):
     run = run_course_tests(ROOT, module, ref_deps=True, sources={dotted(module): planted(module, *UNRELATED[module][bug])},
@@ -157,6 +159,7 @@ def test_a_planted_unrelated_bug_names_no_mistake(module, bug):
     assert_names_nothing(module, failure_sections(run.output)[run.failed[0]], run.failed[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", TARGETS)
 def test_in_ol_checks_course_stage_behind_the_proxy_the_same_names_come_out(module):
     from ol.grading.session import GradingSession, Variant

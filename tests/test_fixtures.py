@@ -38,6 +38,7 @@ def regenerated(tmp_path_factory) -> Path:
     return out / FIXTURE.name
 
 
+@pytest.mark.slow
 def test_oracle_regenerates_the_committed_arrays_exactly(regenerated):
     committed, fresh = raw_arrays(FIXTURE), raw_arrays(regenerated)
     assert sorted(fresh) == sorted(committed), "the oracle now writes a different set of keys"
@@ -53,6 +54,7 @@ def test_oracle_regenerates_the_committed_arrays_exactly(regenerated):
     )
 
 
+@pytest.mark.slow
 def test_oracle_regenerates_the_committed_provenance(regenerated):
     # "environment" (python, numpy, CPU) is recorded but not part of the fixture's identity;
     # the arrays' sha256 are, so this also catches a changed value.

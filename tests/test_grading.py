@@ -15,13 +15,17 @@ import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from grading_suites.float16_blind import write_float16_blind_suite
 from kit import ROOT, copy_checkout, explain, processes_with, run_ol, snapshot
 from ol.catalog import load_catalog
 from ol.grading.check import check_module
+from ol.grading.engine import Run
+from ol.grading.html_report import to_html
 from ol.grading.mutants import _generate, build_mutant_set, load_pitfalls
+from ol.grading.protocol import RunRequest
 from ol.grading.report import to_json, to_text
 from ol.grading.session import GradingSession, Variant
 from ol.grading.stages import PASSED, TIMEOUT, Grader
@@ -39,6 +43,8 @@ def grade(folder: Path, **kwargs):
 # ---- the grade discriminates -----------------------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_a_suite_of_shapes_and_errors_fails():
     result = grade(SUITES / "shapes-and-errors")
     assert result.reason is None, result.problems
@@ -47,6 +53,8 @@ def test_a_suite_of_shapes_and_errors_fails():
     assert not any(p.killed for p in result.pitfalls), "a suite that checks no value caught a pitfall"
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_a_suite_blind_to_float16_angles_fails_and_names_that_pitfall(tmp_path):
     result = grade(write_float16_blind_suite(tmp_path / "l7-3-rope"))
     assert result.reason is None, result.problems
@@ -73,6 +81,7 @@ def write_suite(folder: Path, body: str) -> Path:
     return folder
 
 
+@pytest.mark.needs_confinement
 def test_an_endless_test_does_not_hang_the_check(tmp_path):
     suite = write_suite(tmp_path / "l7-3-rope", """
         def test_fine():
@@ -87,6 +96,7 @@ def test_an_endless_test_does_not_hang_the_check(tmp_path):
     assert any("test_forever" in line and "timeout" in line for line in result.problems), result.problems
 
 
+@pytest.mark.needs_confinement
 def test_an_endless_loop_at_import_does_not_hang_the_check(tmp_path):
     suite = write_suite(tmp_path / "l7-3-rope", """
         while True:
@@ -100,6 +110,7 @@ def test_an_endless_loop_at_import_does_not_hang_the_check(tmp_path):
     assert "collecting" in " ".join(result.problems)
 
 
+@pytest.mark.needs_confinement
 def test_system_exit_in_a_test_is_a_failure_not_an_escape(tmp_path):
     suite = write_suite(tmp_path / "l7-3-rope", """
         def test_quits():
@@ -108,6 +119,87 @@ def test_system_exit_in_a_test_is_a_failure_not_an_escape(tmp_path):
     result = grade(suite)
     assert result.reason == "your tests fail on a correct implementation"
     assert "test_quits" in " ".join(result.problems)
+
+
+@pytest.mark.needs_confinement
+def test_each_test_rejecting_a_correct_implementation_is_shown_once_with_its_failure(tmp_path):
+    """Two tests fail on both correct implementations: each is named once,
+    with what pytest's short summary says of it and where it fails, in every
+    report: the terminal, --json, the web page, and what ol grade hands back."""
+    suite = write_suite(tmp_path / "l7-3-rope", """
+        def test_fine():
+            assert rope_cos_sin(0, [1.0])[0][0] == 1.0
+
+        def test_typo():
+            assert foo(1) == 1
+
+        def test_wrong_value():
+            cos, sin = rope_cos_sin([1], [1.0])
+            assert float(cos[0][0]) == 0.5
+    """)
+    result = grade(suite)
+    assert result.reason == "your tests fail on a correct implementation", result.problems
+    cos_1 = float(np.float32(np.cos(1.0)))          # what the failed assertion compared, from numpy alone
+    typo, wrong = (f"tests/l7-3-rope/test_student.py::{name}" for name in ("test_typo", "test_wrong_value"))
+    assert [e["test"] for e in result.rejected] == [typo, wrong], result.rejected
+    assert all(e["implementations"] == ["reference", "alternate:1"] for e in result.rejected), result.rejected
+    assert result.rejected[0]["failure"] == "NameError: name 'foo' is not defined"
+    assert result.rejected[1]["failure"].startswith(f"assert {cos_1!r} == 0.5"), result.rejected[1]
+
+    text = to_text(result)
+    block = text.split("\n\n")[0]                  # before pytest's own report
+    for entry in result.rejected:
+        assert block.count(entry["test"]) == 1, block
+    assert "NameError: name 'foo' is not defined" in block and f"assert {cos_1!r} == 0.5" in block, block
+    assert "(it fails on the reference and a second correct implementation (alternate:1))" in block, block
+    data = json.loads(to_json(result))
+    assert data["rejected"] == result.rejected
+    page = to_html(result, REFERENCE_ROPE.read_text(), "rope.py")
+    assert page.count(f"<code>{typo}</code> rejects a correct implementation") == 1
+    assert "NameError: name &#x27;foo&#x27; is not defined" in page
+
+    from ol.grade.feedback import markdown
+    from ol.grade.gradescope import results_json
+    from ol.grade.outcome import check_result, read_outcome
+
+    points = load_catalog(ROOT).get("L7.3").grading.points
+    outcome = read_outcome({**data, "student": "ann", "names": {}}, points, [])
+    assert outcome.reason.startswith("your tests fail on a correct implementation: "
+                                     f"{typo}: NameError: name 'foo' is not defined; {wrong}: assert"), outcome.reason
+    assert sum(typo in line for line in outcome.details) == 1, outcome.details
+    assert "    NameError: name 'foo' is not defined" in outcome.details
+    assert any(line.startswith(f"{typo} failed on the reference and a second correct implementation")
+               for line in outcome.details), outcome.details
+    assert "NameError: name 'foo' is not defined" in markdown(outcome, points, "full")
+    assert "NameError: name 'foo' is not defined" in results_json(outcome, points, "full")["output"]
+    page = to_html(check_result(outcome), REFERENCE_ROPE.read_text(), "rope.py")
+    assert page.count(f"<code>{typo}</code> rejects a correct implementation") == 1
+
+
+@pytest.mark.needs_confinement
+def test_the_report_names_every_test_that_fails_on_a_pitfall_in_file_order(tmp_path):
+    """The pitfall table's "by": not the first test that happened to catch it
+    (the runs stop there, in an order of their own), but every test of the
+    suite that fails on it, as pytest's own run of the suite on it says."""
+    session = GradingSession(ROOT, "L7.3")
+    session.mutants = dataclasses.replace(session.mutants, counted=())   # the pitfalls alone
+    folder = ROOT / "tests/calibration/l7-3-suite-c"
+    result = grade(folder, session=session)
+    assert result.reason is None and all(p.killed for p in result.pitfalls), result.problems
+    with session.engine({"student": folder}, course=False) as engine:
+        variants = session.pitfall_variants()
+        runs = [Run(n, RunRequest(suite="student", mode="report"), v.request(), 60.0) for n, v in enumerate(variants)]
+        outcomes = engine.run(runs)
+    expected = {}
+    for number, variant in enumerate(variants):
+        said = next(line["outcomes"] for line in outcomes[number].report if "outcomes" in line)
+        expected[variant.key.split(":", 1)[1]] = tuple(t for t, o in said.items() if o in ("failed", "error"))
+    assert {p.id: p.tests for p in result.pitfalls} == expected
+    assert any(len(tests) > 1 for tests in expected.values()), "a pitfall more than one test catches"
+    page = to_html(result, REFERENCE_ROPE.read_text(), "rope.py")
+    for pitfall in result.pitfalls:
+        row = page.split(f"<tr class=\"killed\"><td>{pitfall.id}</td>", 1)[1].split("</tr>", 1)[0]
+        assert row.split("by<ul>", 1)[1].split("</ul>")[0] == "".join(f"<li><code>{t}</code></li>" for t in pitfall.tests)
 
 
 def test_a_variant_that_hangs_or_kills_its_process_counts_as_caught(tmp_path):
@@ -150,6 +242,7 @@ def test_only_the_courses_own_code_killed_unasked_is_a_fault_of_the_grader():
     Grader._check_implementation(Variant("reference", "", "rope.py"), dataclasses.replace(killed, impl_stopped=True))
 
 
+@pytest.mark.needs_confinement
 def test_runs_cannot_reach_the_repository_nor_start_what_outlives_them(tmp_path):
     target = ROOT / "python" / "tinyllm" / "__init__.py"
     before = target.read_bytes()
@@ -206,6 +299,7 @@ def student_tests(checkout: Path, files: dict[str, str]) -> None:
         (folder / name).write_text(textwrap.dedent(text))
 
 
+@pytest.mark.slow
 def test_ol_check_passes_the_model_answer_with_json(finished_checkout):
     checkout, elsewhere = finished_checkout
     student_tests(checkout, {p.name: p.read_text() for p in MODEL_ANSWER.glob("*.py")})
@@ -241,6 +335,7 @@ def test_ol_check_refuses_tests_that_break_the_rules_and_the_repository_stays_un
     assert snapshot(checkout) == before
 
 
+@pytest.mark.needs_confinement
 def test_ol_check_survives_a_test_that_writes_into_the_repository(finished_checkout):
     checkout, elsewhere = finished_checkout
     rope = checkout / "python/tinyllm/modern/rope.py"
@@ -269,6 +364,8 @@ def test_ol_check_usage_errors(finished_checkout):
 # ---- the parts --------------------------------------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 @pytest.mark.parametrize("module_id, suite", [("L7.3", "shapes-and-errors"), ("L7.4", "l7-4-hand-example")])
 def test_the_shared_check_gives_the_verdicts_of_isolated_runs(module_id, suite):
     """The local check collects a suite once and forks a run per variant; the
@@ -292,6 +389,7 @@ def test_the_shared_check_gives_the_verdicts_of_isolated_runs(module_id, suite):
     assert len({v.killed for v in verdicts["isolated"].values()}) == 2, "the sample should hold caught and missed variants"
 
 
+@pytest.mark.slow
 def test_spliced_mutants_are_mutmuts_own():
     """ol builds each mutant's file by splicing mutmut's mutated node into the
     text; it must be the program mutmut's own deep_replace gives."""
@@ -396,6 +494,7 @@ def test_a_test_file_that_is_not_utf8_is_named_not_a_traceback(finished_checkout
     assert any("test_latin1.py:1: is not UTF-8 text" in line for line in json.loads(r.stdout)["problems"]), r.stdout
 
 
+@pytest.mark.slow
 def test_a_broken_state_file_loses_no_result(finished_checkout):
     checkout, elsewhere = finished_checkout
     student_tests(checkout, {p.name: p.read_text() for p in MODEL_ANSWER.glob("*.py")})
@@ -418,6 +517,8 @@ def test_a_bad_time_limit_is_a_usage_error(finished_checkout, limit):
 # ---- a re-check keeps what an edit cannot change ---------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_a_warm_recheck_grades_as_a_cold_check_over_a_sequence_of_edits(tmp_path):
     session = GradingSession(ROOT, "L7.3")
     session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::8])
@@ -435,6 +536,7 @@ def test_a_warm_recheck_grades_as_a_cold_check_over_a_sequence_of_edits(tmp_path
         assert ({m["id"] for m in warm.mutants if m["killed"]} == {m["id"] for m in cold.mutants if m["killed"]})
         assert [p.killed for p in warm.pitfalls] == [p.killed for p in cold.pitfalls]
         assert (warm.killed, warm.score, warm.passed) == (cold.killed, cold.score, cold.passed)
+        assert [p.tests for p in warm.pitfalls] == [p.tests for p in cold.pitfalls], "the report's \"by\""
         return warm
 
     (folder / "test_weak.py").write_text(weak)
@@ -454,6 +556,61 @@ def test_a_warm_recheck_grades_as_a_cold_check_over_a_sequence_of_edits(tmp_path
     assert grade_both().carried_over == 0
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
+def test_a_warm_recheck_of_a_one_file_suite_keeps_the_kills_of_unchanged_tests(tmp_path):
+    """Students write one test file: adding or editing one test re-grades
+    only what it can change, and the grade is still the cold check's."""
+    session = GradingSession(ROOT, "L7.3")
+    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::8])
+    folder = tmp_path / "l7-3-rope"
+    folder.mkdir()
+    suite = folder / "test_rope.py"
+    minimal = (ROOT / "tests/calibration/l7-3-suite-c/test_rope_c.py").read_text()
+    cache = tmp_path / "verdicts.json"
+
+    def grade_both():
+        warm = check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", session=session,
+                            verdict_cache=cache)
+        cold = check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", session=session)
+        assert warm.reason is None and cold.reason is None, (warm.problems, cold.problems)
+        assert ({m["id"] for m in warm.mutants if m["killed"]} == {m["id"] for m in cold.mutants if m["killed"]})
+        assert [p.killed for p in warm.pitfalls] == [p.killed for p in cold.pitfalls]
+        assert (warm.killed, warm.score, warm.passed) == (cold.killed, cold.score, cold.passed)
+        assert [p.tests for p in warm.pitfalls] == [p.tests for p in cold.pitfalls], "the report's \"by\""
+        return warm
+
+    suite.write_text(minimal)
+    first = grade_both()
+    assert first.carried_over == 0 and first.killed > 0
+    # two tests added at the end, one a copy of a test that catches pitfalls: every kill is kept (they
+    # change no other test's code), and the copy is listed beside the original under each pitfall it fails on
+    copy = minimal[minimal.index("def test_hand_example"):].split("\n\n\n")[0].replace(
+        "def test_hand_example", "def test_hand_example_again")
+    added_tests = "\n\ndef test_added():\n    assert rope_cos_sin(0, [1.0])[0][0] == 1\n\n\n" + copy + "\n"
+    suite.write_text(minimal + added_tests)
+    added = grade_both()
+    assert added.carried_over == len(first.killed_by), (added.carried_over, len(first.killed_by))
+    again = [p.id for p in added.pitfalls if any(t.endswith("::test_hand_example_again") for t in p.tests)]
+    assert again and again == [p.id for p in added.pitfalls if any(t.endswith("::test_hand_example") for t in p.tests)]
+    # one test edited: the kills it made are graded again, the others' kept
+    tree = ast.parse(suite.read_text())
+    tests = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
+    edited = max(tests, key=lambda node: sum(v.split("::")[-1].split("[")[0] == node.name
+                                             for v in added.killed_by.values()))
+    lines = suite.read_text().splitlines(keepends=True)
+    lines.insert(edited.body[0].lineno - 1, " " * edited.body[0].col_offset + "assert True  # an edit\n")
+    suite.write_text("".join(lines))
+    kept = grade_both()
+    made = sum(v.split("::")[-1].split("[")[0] == edited.name for v in added.killed_by.values())
+    assert made > 0 and kept.carried_over == len(added.killed_by) - made, (kept.carried_over, made)
+    # a helper at module level changes: every test of the file can use it, nothing is kept
+    suite.write_text("SCALE = 1.0\n\n\n" + suite.read_text())
+    assert grade_both().carried_over == 0
+
+
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_a_recheck_keeps_the_course_tests_pass_only_while_the_code_is_the_same(tmp_path):
     checkout, elsewhere = copy_checkout(tmp_path / "checkout"), tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -480,3 +637,9 @@ def test_a_recheck_keeps_the_course_tests_pass_only_while_the_code_is_the_same(t
     after = check()
     assert not after["course_tests_kept"] and not after["passed"] and after["score"] is None
     assert "course tests fail on your code" in after["reason"], after
+    # the report that follows is the course tests', and says so (not "your tests")
+    r = run_ol(checkout, "check", "L7.3", "--ref-deps", "--html", cwd=elsewhere)
+    assert "\nThe course tests on your code (pytest's report):\n" in r.stdout, explain(r)
+    assert "Your tests on" not in r.stdout, explain(r)
+    page = (checkout / ".ol/reports/L7.3-check.html").read_text()
+    assert "<h2>The course tests on your code (pytest&#x27;s report)</h2>" in page and "Your tests on" not in page

@@ -54,6 +54,8 @@ def open_page(browser, path: Path):
     return page, requested
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_the_report_in_a_browser(graded, browser, tmp_path):
     path = tmp_path / "L7.3-check.html"
     write_report(path, to_html(graded, SOURCE, SOURCE_PATH))
@@ -100,6 +102,8 @@ def test_the_report_in_a_browser(graded, browser, tmp_path):
     page.close()
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_the_page_carries_the_json_and_escapes_what_it_shows(graded, browser, tmp_path):
     """Text from the source, the diffs and the test ids is shown, never run as
     markup: a diff holding `</script>` cannot end the page's script."""
@@ -150,6 +154,7 @@ def test_report_path_never_overwrites_a_file_ol_did_not_write(tmp_path):
     assert report_path(ours, tmp_path, "L7.3") == ours, "a report ol wrote may be replaced"
 
 
+@pytest.mark.slow
 def test_ol_check_html_end_to_end(tmp_path):
     """As a student runs it: the page is written where asked and its place
     printed; a file of the student's under that name is refused and kept."""

@@ -53,6 +53,7 @@ def chapter(name: str) -> str:
 # ---- fixtures ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", FIXTURES)
 def test_oracles_regenerate_their_fixtures_exactly(module, tmp_path):
     name = FIXTURES[module]

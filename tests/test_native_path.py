@@ -62,6 +62,7 @@ def under_python(root: Path) -> set[str]:
 # ---- the student's path, in a temporary checkout ------------------------------------------
 
 
+@pytest.mark.slow
 def test_c_student_path(tmp_path):
     checkout = copy_checkout(tmp_path / "checkout")
     elsewhere = tmp_path / "elsewhere"
@@ -157,6 +158,7 @@ def test_without_a_compiler_tests_exit_2_saying_what_to_install(tmp_path):
 # ---- the runner ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_reference_passes_and_the_stub_fails_every_course_test_that_reaches_the_c():
     reference = run_course_tests(ROOT, MODULE, implementation="reference", capture=True, catalog=CATALOG)
     assert reference.exit_code == 0 and reference.passed and not reference.failed, reference.output[-3000:]

@@ -73,6 +73,7 @@ def regenerated(request, tmp_path_factory):
     return fixture, out / fixture.name
 
 
+@pytest.mark.slow
 def test_oracle_regenerates_the_committed_arrays_and_provenance(regenerated):
     committed_path, fresh_path = regenerated
     assert_regenerates_exactly(committed_path, fresh_path, f"python {ORACLES[committed_path].relative_to(REPO)}")

@@ -44,6 +44,7 @@ MODEL_ANSWER = ROOT / "course" / "reference" / "python" / "tests" / "l7-4-rope-s
 # ---- the fixture -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_oracle_regenerates_the_committed_fixture_exactly(tmp_path):
     run_oracle(ORACLE, tmp_path, ROOT)  # about 5 s
     assert_regenerates_exactly(FIXTURE, tmp_path / FIXTURE.name, "python oracle/L7.4/rope_scaling_hf.py")
@@ -123,6 +124,7 @@ def test_course_test_configs_agree_with_the_oracles(literal, model):
 # ---- the student's path -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_student_path_with_ref_deps(tmp_path):
     checkout = copy_checkout(tmp_path / "checkout")
     elsewhere = tmp_path / "elsewhere"

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from ol.catalog import load_catalog
-from ol.runner import NotReady, TestOutcome, plan_overlay, run_course_tests, run_student_tests
+from ol.runner import (PYTEST_NO_TESTS, PYTEST_USAGE_ERROR, NotReady, TestOutcome, plan_overlay,
+                       run_course_tests, run_student_tests)
 from ol.workspace import fresh_stubs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,6 +19,7 @@ CATALOG = load_catalog(ROOT)
 PY_MODULES = [m for m in CATALOG.modules if all(f.endswith(".py") for f in m.files)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", PY_MODULES, ids=lambda m: m.id)
 def test_reference_passes_and_a_fresh_stub_fails_every_course_test(module):
     reference = run_course_tests(ROOT, module, implementation="reference", capture=True, catalog=CATALOG)
@@ -160,6 +162,11 @@ def test_not_started_missing_tests_and_pytest_usage_errors(mini):
         run_student_tests(mini, "A")
     write(mini, {"python/mini/b.py": "def two():\n    return 2\n"})
     run = run_course_tests(mini, "B", capture=True, pytest_args=["--no-such-option"])
-    assert run.exit_code == 4 and run.outcomes == ()
+    assert run.exit_code == PYTEST_USAGE_ERROR and run.outcomes == ()
     run = run_course_tests(mini, "B", capture=True, pytest_args=["-k", "one"])
     assert run.ok and run.deselected == 1 and not run.complete
+
+
+def test_the_pytest_exit_statuses_ol_names_are_pytests_own():
+    assert PYTEST_USAGE_ERROR == pytest.ExitCode.USAGE_ERROR
+    assert PYTEST_NO_TESTS == pytest.ExitCode.NO_TESTS_COLLECTED

@@ -35,6 +35,10 @@ from reference import reference_modules
 sys.path.insert(0, str(ROOT / "course" / "tests"))
 from golden import load_fixture  # noqa: E402
 
+# Every test here loads SmolLM2 (transformers' or tinyllm's) or the oracle, or
+# runs ol milestone: from 1 to 5 minutes each on two busy cores.
+pytestmark = pytest.mark.slow
+
 FIXTURE = ROOT / "fixtures" / "MS-L7" / "smollm2_hf.npz"
 ORACLE = ROOT / "oracle" / "MS-L7" / "smollm2_hf.py"
 GOLDEN = load_fixture(FIXTURE)

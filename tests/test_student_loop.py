@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import copy_checkout, explain, processes_with, run_ol
+from kit import copy_checkout, explain, kill_group, processes_with, run_ol, sigint_as_at_a_terminal
 from ol.code_only import code_only
 
 ROPE = "python/tinyllm/modern/rope.py"
@@ -83,15 +83,18 @@ class Lines:
             self.seen.append(line)
 
 
+@pytest.mark.slow
 def test_watch_runs_again_on_each_change_and_stops_on_ctrl_c(checkout):
     command = [str(checkout / "ol"), "watch", "L7.3", "--mine", "--ref-deps", "--", "-q"]
-    watcher = subprocess.Popen(command, cwd=checkout, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    watcher = subprocess.Popen(command, cwd=checkout, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True, preexec_fn=sigint_as_at_a_terminal)
     lines = Lines(watcher.stdout)
     rope, starter = checkout / ROPE, next((checkout / TESTS).glob("test_*.py"))
     before = rope.read_text(), starter.read_text()
     try:
         lines.wait_for("waiting for a change")
         assert sum("your tests of L7.3: all 1 passed" in line for line in lines.seen) == 1
+        assert "(Ctrl-C stops)" in lines.seen[-1]
         rope.write_text(before[0] + "# an edit\n")                  # the library
         lines.wait_for("modern/rope.py changed")
         lines.wait_for("your tests of L7.3: all 1 passed", count=2)
@@ -100,13 +103,33 @@ def test_watch_runs_again_on_each_change_and_stops_on_ctrl_c(checkout):
         lines.wait_for("changed")
         lines.wait_for("your tests of L7.3: all 2 passed")
         lines.wait_for("waiting for a change", count=3)
-    finally:
         watcher.send_signal(signal.SIGINT)
-        code = watcher.wait(timeout=30)
+        assert watcher.wait(timeout=30) == 130, "".join(lines.seen)
+        assert processes_with(str(checkout / TESTS)) == [], "no test run may outlive ol watch"
+    finally:
+        kill_group(watcher)
         rope.write_text(before[0])
         starter.write_text(before[1])
-    assert code == 130, "".join(lines.seen)
-    assert processes_with(str(checkout / TESTS)) == [], "no test run may outlive ol watch"
+
+
+def test_watch_started_with_sigint_ignored_keeps_it_so_and_says_how_to_stop(checkout):
+    """A script's `ol watch ... &` ignores SIGINT, so that a Ctrl-C meant for
+    the command in the foreground leaves the watch running: ol keeps that,
+    names the command that stops it, and stops on SIGTERM (exit 143)."""
+    command = [str(checkout / "ol"), "watch", "L7.3", "--ref-deps", "--", "-q"]
+    watcher = subprocess.Popen(command, cwd=checkout, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    lines = Lines(watcher.stdout)
+    try:
+        lines.wait_for("waiting for a change")
+        assert f"kill {watcher.pid} stops" in lines.seen[-1], "".join(lines.seen)
+        watcher.send_signal(signal.SIGINT)
+        with pytest.raises(subprocess.TimeoutExpired):
+            watcher.wait(timeout=2)
+        watcher.send_signal(signal.SIGTERM)
+        assert watcher.wait(timeout=30) == 143, "".join(lines.seen)
+    finally:
+        kill_group(watcher)
 
 
 def test_watch_of_a_module_not_started_says_so(checkout, tmp_path):

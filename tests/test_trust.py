@@ -55,7 +55,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kit import ROOT, copy_checkout, explain, processes_with, run_ol, snapshot
+from kit import (ROOT, copy_checkout, explain, kill_group, processes_with, run_ol, sigint_as_at_a_terminal,
+                 snapshot, virtual_environment)
 from ol.grading import confine, protocol
 from ol.grading.check import check_module
 from ol.grading.engine import Run
@@ -135,6 +136,8 @@ def materialize(name: str, dest: Path, root: Path = ROOT, results: Path | None =
     return folder
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 @pytest.mark.parametrize("sharing", ["shared", "isolated"])
 @pytest.mark.parametrize("cheat", GALLERY)
 def test_no_cheating_suite_passes_or_gains_score(cheat, sharing, sampled, tmp_path):
@@ -222,6 +225,8 @@ def graders_secret():
 KEYRING_CHEATS = ("read-the-graders-keyring", "vote-through-the-session-keyring", "vote-through-the-keyring")
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 @pytest.mark.parametrize("sharing", ["shared", "isolated"])
 def test_no_run_reads_or_changes_the_graders_keyring_or_leaves_a_key(sharing, graders_secret, sampled, tmp_path):
     """The grader runs in a session keyring holding a secret.  A suite that
@@ -256,6 +261,8 @@ def instructors_checkout(scratch: Path) -> tuple[Path, Path]:
     return checkout, python
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_ol_grade_keeps_the_instructors_checkout_out_of_reach():
     """`ol grade` grades from a copy of the kit; the instructor's checkout is
     still on sys.path (an editable install).  A suite that walks every
@@ -288,12 +295,8 @@ def test_ol_grade_keeps_the_instructors_checkout_out_of_reach():
 # ---- where the student's Python lives ---------------------------------------------------
 
 
-def virtual_environment(folder: Path) -> Path:
-    """A venv at folder that sees this interpreter's packages; its python."""
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(folder)], check=True)
-    return folder / "bin" / "python"
-
-
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_a_venv_inside_the_checkout_is_seen_by_the_runs_and_the_checkout_is_not():
     # /var/tmp, not pytest's /tmp: a Python under /tmp cannot be confined (next test)
     scratch = Path(tempfile.mkdtemp(prefix="ol-venv-", dir="/var/tmp"))
@@ -326,6 +329,7 @@ def test_a_python_installed_under_tmp_is_not_confined_and_says_why(tmp_path):
     assert "installed under /tmp" in r.stderr and str(tmp_path / "venv") in r.stderr, explain(r)
 
 
+@pytest.mark.needs_confinement
 def test_the_observer_never_imports_the_suite_or_the_code_under_test(sampled, tmp_path):
     folder = tmp_path / "l7-3-rope"
     shutil.copytree(MODEL_ANSWER, folder)
@@ -435,6 +439,7 @@ def nothing_left(before: set[int]) -> None:
     assert not left, f"processes left behind: {[_cmdline(p) for p in left]}"
 
 
+@pytest.mark.needs_confinement
 @pytest.mark.parametrize("victim", ["collector", "tests warm process", "implementation run"])
 def test_a_fault_of_the_grader_is_an_error_with_no_score(victim, sampled, tmp_path):
     """Each victim is SIGKILLed from outside once the variants are being
@@ -455,6 +460,7 @@ def _cmdline(pid: int) -> str:
     return _proc(pid, "cmdline").replace(b"\0", b" ").decode(errors="replace").strip()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupting_ol_check_leaves_nothing_behind(signum, code, tmp_path):
     checkout = copy_checkout(tmp_path / "checkout")
@@ -467,15 +473,19 @@ def test_interrupting_ol_check_leaves_nothing_behind(signum, code, tmp_path):
     scratch.mkdir()
     env = dict(os.environ, TMPDIR=str(scratch), PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
     process = subprocess.Popen([str(checkout / "ol"), "check", "L7.3", "--ref-deps", "--json"], cwd=tmp_path, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(descendants(process.pid)) < 8:   # well into the grading
-        time.sleep(0.2)
-    time.sleep(2)
-    tree = descendants(process.pid)
-    assert tree, "ol check never started its sandboxes"
-    os.kill(process.pid, signum)
-    out, err = process.communicate(timeout=60)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                               preexec_fn=sigint_as_at_a_terminal)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(descendants(process.pid)) < 8:   # well into the grading
+            time.sleep(0.2)
+        time.sleep(2)
+        tree = descendants(process.pid)
+        assert tree, "ol check never started its sandboxes"
+        os.kill(process.pid, signum)
+        out, err = process.communicate(timeout=60)
+    finally:
+        kill_group(process)
     assert process.returncode == code, (process.returncode, out[-2000:], err[-2000:])
     assert b'"score"' not in out or b'"score": null' in out
     time.sleep(1)
@@ -579,6 +589,7 @@ def student_rope_writing(payload: bytes) -> Variant:
     return Variant("student", reference + write, "python/tinyllm/modern/rope.py")
 
 
+@pytest.mark.needs_confinement
 def test_a_student_rope_writing_hostile_bytes_does_not_stop_the_course_tests(sampled):
     with sampled.engine({}, course=True, workers=2) as engine:
         grader = Grader(sampled, engine, time_limit=60)
@@ -586,6 +597,8 @@ def test_a_student_rope_writing_hostile_bytes_does_not_stop_the_course_tests(sam
     assert course.ok and course.passed and not course.failed, course.output[-3000:]
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_random_bytes_from_both_sides_of_a_real_run_cost_only_that_run(sampled, tmp_path):
     """Hypothesis drives real runs on one pair of warm processes: the
     implementation (the student's, confined) writes the bytes to its report,
@@ -631,6 +644,8 @@ def memory_of_descendants() -> int:
     return total
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_a_run_that_forks_to_allocate_past_its_memory_bound_is_killed(sampled, tmp_path):
     """Three children of 1 GiB each, all held at once, against the default
     bound of 2 GiB per run: a process of the run is killed (the cgroup) or
@@ -721,6 +736,8 @@ class CpuHog:
             pass
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_a_cpu_hog_beside_a_check_changes_no_verdict():
     """A calibration suite (the one with most survivors) graded alone; then
     its survivors and as many of its kills graded again with a CPU hog
@@ -829,6 +846,8 @@ def users_holding(at_least: int) -> list[int]:
     return [uid for uid, count in counts.items() if count >= at_least]
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 @pytest.mark.parametrize("one_range", [False, True], ids=["a-range-per-check", "one-range-for-all"])
 def test_a_check_cannot_reach_another_checks_runs_through_their_user(one_range, tmp_path):
     """Check A's suite holds every process its run user may have; check B,
@@ -943,6 +962,8 @@ def test_docker_default_refuses_namespaces_and_leaves_setuid():
     assert code != "0" and mode == confine.BY_UID, r.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_the_gallery_gains_nothing_where_namespaces_are_refused(tmp_path):
     """Every cheat of the gallery, the keyring ones included, graded as root
     in Docker's default profile (each run as a user of its own, under
@@ -979,6 +1000,8 @@ def sampled_home(home: Path) -> Path:
     return home
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 @pytest.mark.parametrize("where", ["namespaces", "namespace-less"])
 def test_ol_grade_gives_the_gallery_nothing(where, tmp_path):
     """`ol grade --jobs 2` on a class of the honest model answer and every
@@ -1020,6 +1043,7 @@ def test_ol_grade_gives_the_gallery_nothing(where, tmp_path):
 # ---- portability ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_full_check_with_the_spawn_start_method_grades_as_the_fork_one_does(tmp_path):
     """No fork in the process model (as on macOS and Windows): every run is a
     fresh interpreter.  Same verdicts, the whole mutant set."""

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from kit import ROOT, copy_checkout, explain, run_ol
 from ol.catalog import load_catalog
+
+pytestmark = pytest.mark.slow   # every test here runs ol verify: minutes each
 
 PITFALLS = "course/mutants/L7.3/pitfalls.toml"
 EQUIVALENT = "course/mutants/L7.3/equivalent.toml"

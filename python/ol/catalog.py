@@ -35,7 +35,7 @@ REQUIRED_KEYS = ("id", "title", "rung", "needs", "files", "chapter", "course_tes
 OPTIONAL_KEYS = ("contracts", "starter", "grading")
 GRADING_KEYS = ("threshold", "target", "pitfalls", "equivalent", "alternates",
                 "model_answer", "allowed_imports")
-GRADING_OPTIONAL_KEYS = ("points", "chaffs")
+GRADING_OPTIONAL_KEYS = ("points", "chaffs", "floors")
 # What each part of a grade is worth in an autograder (ol gradescope) unless
 # [module.grading.points] says otherwise.
 DEFAULT_POINTS = {"course_tests": 40.0, "mutation": 50.0, "pitfalls": 10.0}
@@ -70,6 +70,7 @@ class Grading:
     allowed_imports: tuple[str, ...]    # what the student's tests may import
     points: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_POINTS))  # an autograder's points per part
     chaffs: str | None = None           # folder of the pitfalls as wrappers of a correct implementation
+    floors: dict[str, float] = field(default_factory=dict)   # public function -> share of its mutants to catch
 
 
 @dataclass(frozen=True)
@@ -159,13 +160,6 @@ class Catalog:
 
         visit(module)
         return tuple(order)
-
-    def owner_of(self, name: str) -> Module | None:
-        """The module whose files define the dotted module `name`, if any."""
-        for module in self.modules:
-            if name in module.module_names:
-                return module
-        return None
 
 
 def load_catalog(root: str | Path) -> Catalog:
@@ -273,6 +267,12 @@ def _parse_grading(table, where: str, warnings: list[str]) -> Grading:
         raise CatalogError(f"{where}: points must be a table of numbers >= 0 for {', '.join(DEFAULT_POINTS)}, "
                            f"got {given!r}")
     points.update({key: float(value) for key, value in given.items()})
+    floors = table.get("floors", {})
+    if not isinstance(floors, Mapping) or any(
+            not isinstance(name, str) or not name.isidentifier() or name.startswith("_") or isinstance(share, bool)
+            or not isinstance(share, (int, float)) or not 0 <= share <= 1 for name, share in floors.items()):
+        raise CatalogError(f"{where}: floors must be a table of public function names (as the contract spells "
+                           f"them) to shares from 0 to 1 of that function's mutants to catch, got {floors!r}")
     threshold = table["threshold"]
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
         raise CatalogError(f"{where}: threshold must be a number from 0 to 1 "
@@ -287,6 +287,7 @@ def _parse_grading(table, where: str, warnings: list[str]) -> Grading:
         allowed_imports=_strings(table, "allowed_imports", where),
         points=points,
         chaffs=_string(table, "chaffs", where) if "chaffs" in table else None,
+        floors={name: float(share) for name, share in floors.items()},
     )
 
 

@@ -32,7 +32,8 @@ from ol.catalog import CATALOG_PATH, Catalog, Module, load_catalog
 from ol.errors import OlError
 from ol.exits import ERROR, INTERRUPTED, NOT_PASSED, OK, TERMINATED
 from ol.native_build import C_FLAGS, SHARED_FLAGS, NoCompiler, c_files, find_compiler, include_dirs
-from ol.runner import NotReady, TestRun, plan_overlay, run_course_tests, run_student_tests
+from ol.runner import (PYTEST_NO_TESTS, PYTEST_USAGE_ERROR, NotReady, TestRun, plan_overlay, run_course_tests,
+                       run_student_tests)
 from ol.state import PASSING, STARTED, StateStore
 from ol.workspace import BACKUP_DIR, reset_module, reference_diff, start_module
 
@@ -335,7 +336,7 @@ def _deps_phrase(ctx: Context, module: Module, ref_deps: bool) -> str:
 def _record(ctx: Context, module: Module, run: TestRun, ref_deps: bool) -> str | None:
     """Update the state after a course-test run; None if the run proves nothing
     (a subset that passed, or a pytest usage error)."""
-    if run.exit_code == 4 or (run.ok and not run.complete):
+    if run.exit_code == PYTEST_USAGE_ERROR or (run.ok and not run.complete):
         return None
     return ctx.store.record_test_result(module, run.ok, ref_deps=ref_deps)
 
@@ -344,9 +345,9 @@ def _summarize(ctx: Context, run: TestRun, what: str) -> None:
     if run.ok:
         partial = f" ({run.deselected} left out by -k/-m)" if run.deselected else ""
         ctx.say("", f"{what}: all {len(run.passed)} passed{partial}.")
-    elif run.exit_code == 5:
+    elif run.exit_code == PYTEST_NO_TESTS:
         ctx.say("", f"{what}: no tests were collected.")
-    elif run.exit_code == 4:
+    elif run.exit_code == PYTEST_USAGE_ERROR:
         ctx.say("", "pytest did not accept the arguments after --; see its message above.")
     elif any(o.outcome == "error" and "::" not in o.nodeid for o in run.outcomes):
         ctx.say("", f"{what}: a test file could not be imported; the error above says why "
@@ -365,7 +366,7 @@ def _some(items: Sequence[str], shown: int = 4) -> str:
 def _exit_code(run: TestRun) -> int:
     if run.exit_code == 0:
         return OK
-    return ERROR if run.exit_code == 4 else NOT_PASSED
+    return ERROR if run.exit_code == PYTEST_USAGE_ERROR else NOT_PASSED
 
 
 register(Verb(

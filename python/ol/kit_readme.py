@@ -42,7 +42,7 @@ def kit_readme(catalog: Catalog, kit: Kit) -> str:
                      f"{module.student_tests}/ | {module.chapter} |")
     lines += ["", "Each module, in this order:", ""]
     for module in released:
-        lines += _loop(catalog, module, kit)
+        lines += _loop(module)
     lines += [
         "`./ol start` never overwrites a file. `--ref-deps` takes what a module builds on from the",
         "reference that ships here" + (f" ({_listed([m.id for m in needs])})" if needs else "")
@@ -75,7 +75,7 @@ def kit_readme(catalog: Catalog, kit: Kit) -> str:
     return "\n".join(lines)
 
 
-def _loop(catalog: Catalog, module: Module, kit: Kit) -> list[str]:
+def _loop(module: Module) -> list[str]:
     mine = module.student_tests + "/"
     lines = ["```bash",
              f"./ol start {module.id} --ref-deps          # stub {', '.join('python/' + f for f in module.files)}, "

@@ -205,7 +205,7 @@ def answers(root: Path, modules: list[Module]) -> dict[str, str]:
     return found
 
 
-def public_by_design(root: Path, catalog: Catalog, secrets: dict[str, str]) -> dict[str, list[str]]:
+def public_by_design(root: Path, secrets: dict[str, str]) -> dict[str, list[str]]:
     """{answer path: [function, ...]} of the answers' functions that a course test
     holds too: the course tests ship, so these are public whatever the kit does."""
     wanted = fingerprints(secrets)
@@ -218,14 +218,14 @@ def public_by_design(root: Path, catalog: Catalog, secrets: dict[str, str]) -> d
     return shared
 
 
-def scan_kit(root: Path, kit: Path, catalog: Catalog, withheld: list[Module],
+def scan_kit(root: Path, kit: Path, withheld: list[Module],
              paths: list[str] | None = None) -> tuple[list[Leak], dict[str, list[str]]]:
     """(leaks, public by design): the functions of the withheld modules'
     references and alternates found in the kit's files (`paths`; default:
     every file git tracks there, and those it does not ignore), minus those
     the course tests hold.  A student's own work in the kit is not scanned."""
     secrets = answers(root, withheld)
-    public = public_by_design(root, catalog, secrets)
+    public = public_by_design(root, secrets)
     if paths is None:
         paths = [p for p in _git(kit, "ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0")
                  if p and not p.startswith("python/")] + \
@@ -259,7 +259,7 @@ def release(root: Path, module_ids: list[str], out: Path) -> dict[str, list[str]
         from ol.kit_readme import kit_readme
 
         (out / "README.md").write_text(kit_readme(load_catalog(out), kit), encoding="utf-8")
-        leaks, public = scan_kit(root, out, catalog, released, [*files, "README.md", student_kit.MANIFEST])
+        leaks, public = scan_kit(root, out, released, [*files, "README.md", student_kit.MANIFEST])
         if leaks:
             raise ReleaseError("the kit would hand out the answers: " + "; ".join(str(leak) for leak in leaks)
                                + ". Remove them from those files (or from the course material they come from)")
@@ -307,7 +307,7 @@ def release_solutions(root: Path, module_ids: list[str], out: Path) -> list[str]
         kit = student_kit.Kit(kit.released, tuple(m for m in kit.released
                                                   if m in kit.solutions or m in {x.id for x in modules}))
         student_kit.write_manifest(out, kit)
-        leaks, _ = scan_kit(root, out, catalog, [catalog.get(m) for m in kit.withheld])
+        leaks, _ = scan_kit(root, out, [catalog.get(m) for m in kit.withheld])
         if leaks:
             raise ReleaseError("the kit would hand out answers still withheld: " + "; ".join(map(str, leaks)))
         _commit(out, f"Solutions of {', '.join(m.id for m in modules)}: the reference and the model answer",

@@ -47,6 +47,10 @@ from ol.native_build import LIBRARY_ENV, build_native, c_files, native_bindings
 from ol.overlay import Source
 
 IMPLEMENTATIONS = ("student", "reference")
+# Two of pytest's exit statuses (pytest.ExitCode) that `ol` words apart; named
+# here so that `ol` starts without importing pytest.
+PYTEST_USAGE_ERROR = 4     # ExitCode.USAGE_ERROR: pytest refused its arguments (those after --)
+PYTEST_NO_TESTS = 5        # ExitCode.NO_TESTS_COLLECTED
 
 
 class NotReady(OlError):

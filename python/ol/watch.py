@@ -6,11 +6,17 @@ of your library (python/tinyllm/) or of your test folder changes, it runs
 them again.  Ctrl-C stops it (exit 130).  --poll looks for changes by
 polling, for folders whose change events do not arrive (a Windows drive
 under WSL2, a network or container mount).
+
+Started with SIGINT ignored (`ol watch ... &` in a script: a shell without
+job control starts background jobs so, that a Ctrl-C meant for the command
+in the foreground leaves them running), it keeps SIGINT ignored, as Python
+and the shell do, and says how to stop it instead: SIGTERM (exit 143).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import time
 from pathlib import Path
@@ -37,6 +43,8 @@ def run(args: argparse.Namespace, ctx) -> int:
     plan_overlay(ctx.root, module, catalog=ctx.catalog, ref_deps=args.ref_deps)  # NotReady: say why, exit 2
     folders = [ctx.root / "python" / "tinyllm", ctx.root / module.student_tests]
     shown = " and ".join(ctx.show(str(f.relative_to(ctx.root)) + "/") for f in folders if f.is_dir())
+    stops = ("Ctrl-C stops" if signal.getsignal(signal.SIGINT) != signal.SIG_IGN
+             else f"started with Ctrl-C ignored, as a background job: kill {os.getpid()} stops")
     for changed in changes(folders, poll=args.poll):
         if not changed:
             _tests(args, ctx)   # the first run, once the watcher is live
@@ -47,7 +55,7 @@ def run(args: argparse.Namespace, ctx) -> int:
                 _tests(args, ctx)
             except OlError as error:   # e.g. a file of the module deleted: say so, and keep watching
                 ctx.say(f"ol: {error}")
-        ctx.say("", f"ol watch: waiting for a change in {shown} (Ctrl-C stops)")
+        ctx.say("", f"ol watch: waiting for a change in {shown} ({stops})")
     return 0  # not reached: only a signal ends the watch
 
 

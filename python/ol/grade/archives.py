@@ -31,6 +31,20 @@ MAX_BYTES = 16 << 20             # what one submission may hold, unpacked
 MAX_MEMBERS = 1000               # files and folders in one submission
 MAX_PART_BYTES = 255             # one name in a path (Linux's NAME_MAX)
 MAX_PATH_BYTES = 1024            # a whole path inside a submission
+# A bound on a zip's central directory: per member a 46-byte entry, its name
+# (at most MAX_PATH_BYTES) and room for its extra field and comment.
+MAX_DIRECTORY_BYTES_PER_MEMBER = 2048
+
+# The zip's end of central directory record (PKWARE's APPNOTE, 4.3.16): its
+# signature, its size without the comment that may follow it, that comment's
+# largest size, and where in the record the member count (2 bytes) and the
+# directory's size (4 bytes) stand, little-endian.  A zip64 archive leaves
+# ZIP64_MARK as its member count there.
+ZIP_END_SIGNATURE = b"PK\x05\x06"
+ZIP_END_BYTES = 22
+ZIP_COMMENT_MAX = 0xFFFF
+ZIP_END_MEMBERS, ZIP_END_DIRECTORY = slice(10, 12), slice(12, 16)
+ZIP64_MARK = 0xFFFF
 
 
 class Refused(Exception):
@@ -147,7 +161,7 @@ def no_file_is_a_folder(files: dict[str, bytes]) -> None:
 
 def _read_zip(path: Path) -> dict[str, bytes]:
     members, directory = _zip_directory_size(path)
-    if members > MAX_MEMBERS or directory > MAX_MEMBERS * 2048:
+    if members > MAX_MEMBERS or directory > MAX_MEMBERS * MAX_DIRECTORY_BYTES_PER_MEMBER:
         raise Refused(f"holds more than {MAX_MEMBERS} files and folders; submit only your work")
     files, budget = {}, _Budget()
     try:
@@ -181,14 +195,15 @@ def _zip_directory_size(path: Path) -> tuple[int, int]:
     refused from its last few bytes.  A zip64 end record counts as too many."""
     size = path.stat().st_size
     with open(path, "rb") as file:
-        file.seek(max(0, size - (22 + 0xFFFF)))
+        file.seek(max(0, size - (ZIP_END_BYTES + ZIP_COMMENT_MAX)))
         tail = file.read()
-    at = tail.rfind(b"PK\x05\x06")
-    if at < 0 or len(tail) - at < 22:
+    at = tail.rfind(ZIP_END_SIGNATURE)
+    if at < 0 or len(tail) - at < ZIP_END_BYTES:
         raise Refused("is not a readable zip (no end of central directory)")
-    members = int.from_bytes(tail[at + 10:at + 12], "little")
-    directory = int.from_bytes(tail[at + 12:at + 16], "little")
-    return (MAX_MEMBERS + 1 if members == 0xFFFF else members), directory
+    end = tail[at:at + ZIP_END_BYTES]
+    members = int.from_bytes(end[ZIP_END_MEMBERS], "little")
+    directory = int.from_bytes(end[ZIP_END_DIRECTORY], "little")
+    return (MAX_MEMBERS + 1 if members == ZIP64_MARK else members), directory
 
 
 class _Capped(io.RawIOBase):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ol.grade.outcome import NOT_GRADED, PASSED, Outcome, check_result
 from ol.grade.points import shown
+from ol.grading.floors import floor_line
 
 LEVELS = ("none", "summary", "full")
 DEFAULT_LEVEL = "full"
@@ -44,8 +45,9 @@ def part_lines(outcome: Outcome, table: dict[str, float]) -> list[tuple[str, str
         if part == "course_tests":
             what = f"{outcome.course[0]} of {outcome.course[1]} pass" if outcome.course else "did not run"
         elif part == "mutation":
+            needs = "every pitfall and each function's floor" if outcome.floors else "every pitfall"
             what = (f"score {shown(outcome.score)}: your tests catch {outcome.killed} of {outcome.counted} faults "
-                    f"(to pass: {outcome.threshold:.2f} and every pitfall)" if outcome.graded else "not graded")
+                    f"(to pass: {outcome.threshold:.2f}, {needs})" if outcome.graded else "not graded")
         else:
             caught = sum(1 for p in outcome.pitfalls if p.caught)
             what = f"{caught} of {len(outcome.pitfalls)} caught" if outcome.graded else "not graded"
@@ -84,6 +86,10 @@ def markdown(outcome: Outcome, table: dict[str, float], level: str) -> str:
         if level == "full" and outcome.suite_output:
             lines += ["Your tests on that correct implementation (pytest's report, its end):", "", "```",
                       *outcome.suite_output.rstrip().splitlines()[-40:], "```", ""]
+    if outcome.floors:
+        lines += ["## Every public function (each needs its share of mutants caught)", ""]
+        lines += [f"- {floor_line(f)}{'' if f.get('met') else ': BELOW its floor'}" for f in outcome.floors]
+        lines.append("")
     if outcome.pitfalls:
         lines += ["## Pitfalls (each one must be caught)", ""]
         for pitfall in outcome.pitfalls:

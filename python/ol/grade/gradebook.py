@@ -83,7 +83,8 @@ def read_manifest(path: Path) -> dict[str, ManifestRow]:
     missing = [name for name in MANIFEST_COLUMNS if name not in header]
     if missing:
         raise ManifestError(f"--manifest: {path} has no column {', '.join(repr(m) for m in missing)} (its header: "
-                            f"{', '.join(header) or 'none'}); expected a header entry,id and optionally name,submitted")
+                            f"{', '.join(header) or 'none'}); expected a header {','.join(MANIFEST_COLUMNS)} "
+                            f"and optionally {','.join(MANIFEST_OPTIONAL)}")
     rows: dict[str, ManifestRow] = {}
     for line, raw in enumerate(reader, start=2):
         row = {key.strip().lower(): (value or "").strip() for key, value in raw.items() if key is not None}

@@ -335,11 +335,16 @@ def results_json(outcome, table: dict[str, float], level: str) -> dict:
 
 
 def _mutation_output(outcome, line: str, level: str, survivors_by_function) -> str:
+    from ol.grading.floors import floor_line
+
     if level == "none":
         return ""
     if not outcome.graded:
         return f"Not graded: {outcome.reason}"
     text = f"{line[0].upper()}{line[1:]}."
+    below = [floor_line(f) for f in outcome.floors if not f.get("met")]
+    if below:
+        text += "\n\nBelow a function's floor (every public function needs its share caught): " + "; ".join(below) + "."
     groups = survivors_by_function(outcome)
     if groups:
         text += f"\n\n{len(outcome.survivors)} generated mutants survive (changes none of your tests notices): " + \

@@ -70,6 +70,8 @@ class Outcome:
     pitfalls: tuple[PitfallLine, ...]
     survivors: tuple[SurvivorLine, ...]
     suite_output: str                        # pytest's report of the suite on a correct implementation it rejects
+    floors: tuple[dict, ...]                 # each public function's floor (ol.grading.floors): function, caught, ...
+    rejected: tuple[dict, ...]               # each test failing on a correct implementation: test, failure, ...
     ignored: tuple[str, ...]
     submitted: float | None
     seconds: float
@@ -105,10 +107,14 @@ def read_outcome(record: dict, table: dict[str, float], catalog_pitfalls: list[d
     caught = sum(1 for p in pitfalls if p.caught)
     status = NOT_GRADED if not graded else PASSED if record.get("passed") else NOT_PASSED
     threshold = float(record.get("threshold") or 0.0)
+    floors = tuple(dict(f) for f in record.get("floors") or []) if graded else ()
+    rejected = tuple({**entry, "test": in_student_words(str(entry.get("test", "")), names),
+                      "failure": in_student_words(str(entry.get("failure") or ""), names)}
+                     for entry in record.get("rejected") or [])
     if status == NOT_GRADED:
         reason, details = _not_graded(record, names, error)
     elif status == NOT_PASSED:
-        reason, details = _not_passed(score, threshold, pitfalls), ()
+        reason, details = _not_passed(score, threshold, pitfalls, floors), ()
     else:
         reason, details = "", ()
     return Outcome(
@@ -121,6 +127,7 @@ def read_outcome(record: dict, table: dict[str, float], catalog_pitfalls: list[d
         survivors=tuple(SurvivorLine(s["id"], s["function"], s["diff"]) for s in record.get("survivors") or [])
         if graded else (),
         suite_output=in_student_words(record.get("output") or "", names) if _rejected(record) else "",
+        floors=floors, rejected=rejected,
         ignored=tuple(record.get("ignored") or ()), submitted=record.get("submitted"),
         seconds=float(record.get("seconds") or 0.0), error=error.replace("\n", " "),
         confinement=record.get("confinement") or "", record=record,
@@ -136,13 +143,16 @@ def in_student_words(text: str, names: dict[str, str]) -> str:
     return text
 
 
-def _not_passed(score: Fraction, threshold: float, pitfalls: tuple[PitfallLine, ...]) -> str:
+def _not_passed(score: Fraction, threshold: float, pitfalls: tuple[PitfallLine, ...], floors: tuple[dict, ...]) -> str:
+    from ol.grading.floors import floor_line
+
     parts = []
     if float(score) < threshold:
         parts.append(f"score {shown(score)} below {threshold:.2f}")
     missed = [p.id for p in pitfalls if p.caught is False]
     if missed:
         parts.append(f"pitfall{'s' if len(missed) > 1 else ''} {', '.join(missed)} not caught")
+    parts += [f"below a function's floor: {floor_line(f)}" for f in floors if not f.get("met")]
     return "; ".join(parts) or "not passed"
 
 
@@ -171,6 +181,10 @@ def _not_graded(record: dict, names: dict[str, str], error: str) -> tuple[str, t
                     tuple(f"{u['file']} {u['problem']}" for u in unparsable))
         return (f"your tests do things graded tests may not, so they were not run: {_location(problems[0])}"
                 if problems else reason), tuple(_location(p) for p in problems)
+    if _rejected(record) and record.get("rejected"):
+        return _rejected_tests(reason, [{**e, "test": in_student_words(str(e.get("test", "")), names),
+                                         "failure": in_student_words(str(e.get("failure") or ""), names)}
+                                        for e in record["rejected"]], problems)
     if _rejected(record):
         lines = tuple(_location(p.removeprefix("your test rejects a correct implementation: ")) for p in problems)
         tests = list(dict.fromkeys(m.rstrip("):,") for p in problems for m in re.findall(r"[\w./-]+\.py::[^\s)]+", p)))
@@ -187,10 +201,44 @@ def _time_limit_said(problem: str) -> re.Match | None:
     """The time limit a timeout's detail names (ol.grading.stages.Grader.verdict):
     "the time limit is 20.0 s" (a run the clock stopped, after up to 3 times
     that), "had used 20 s of processor time", or an older "after 20 s"."""
-    if "timeout" not in problem:
-        return None
-    return (re.search(r"the time limit is ([\d.]+) s", problem) or re.search(r"used ([\d.]+) s of processor", problem)
-            or re.search(r"after ([\d.]+) s", problem))
+    return _limit_in(problem) if "timeout" in problem else None
+
+
+def _limit_in(text: str) -> re.Match | None:
+    """The time limit a timeout's text names, in any of the wordings above."""
+    return (re.search(r"the time limit is ([\d.]+) s", text) or re.search(r"used ([\d.]+) s of processor", text)
+            or re.search(r"after ([\d.]+) s", text))
+
+
+MAX_NAMED = 3               # rejected tests named in the reason
+FAILURE_LINES = 8           # lines of each rejected test's failure in the details
+
+
+def _rejected_tests(reason: str, rejected: list[dict], problems: list[str]) -> tuple[str, tuple[str, ...]]:
+    """The reason names the first tests with the first line of their failure
+    ("test_a.py::test_x: NameError: name 'foo' is not defined"); the details
+    give each test once: the correct implementations it fails on, and its
+    failure as pytest's short summary words it."""
+    from ol.grading.stages import describe
+
+    timeouts = [e for e in rejected if e.get("status") == "timeout"]
+    limit = next((m.group(1) for e in timeouts for m in [_limit_in(e.get("failure", ""))] if m),
+                 None)
+    said = reason.replace("fail", "time out", 1) + f" ({float(limit):g} s)" if limit else reason
+    named = [e["test"] + (f": {_first_line(e['failure'])}" if e.get("status") != "timeout" and e.get("failure") else "")
+             for e in rejected[:MAX_NAMED]]
+    more = f"; and {len(rejected) - MAX_NAMED} more" if len(rejected) > MAX_NAMED else ""
+    details = []
+    for entry in rejected:
+        where = " and ".join(describe(key) for key in entry.get("implementations") or [])
+        details.append(f"{entry['test']} {entry.get('status', 'failed')} on {where}" + (":" if entry["failure"] else ""))
+        details += [f"    {line}" for line in entry["failure"].rstrip().splitlines()[:FAILURE_LINES]]
+    details += [p for p in problems if "(no single test:" in p]
+    return f"{said}: {'; '.join(named)}{more}", tuple(details)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
 
 
 def _location(problem: str) -> str:
@@ -247,12 +295,16 @@ def check_result(outcome: Outcome):
     result = CheckResult(module=outcome.module, threshold=outcome.threshold,
                          reason=outcome.reason if not outcome.graded else None,
                          problems=list(outcome.details), output=outcome.suite_output,
-                         seconds=outcome.seconds, confinement=outcome.confinement)
+                         seconds=outcome.seconds, confinement=outcome.confinement,
+                         rejected=[dict(entry) for entry in outcome.rejected])
     if not outcome.graded:
         return result
+    result.floors = [dict(floor) for floor in outcome.floors]
     result.passed, result.score = outcome.status == PASSED, float(outcome.score)
     result.killed, result.counted = outcome.killed, outcome.counted
-    result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(p.caught)) for p in outcome.pitfalls]
+    tests = {p["id"]: tuple(words(t) for t in p.get("tests") or ()) for p in record.get("pitfalls") or []}
+    result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(p.caught), tests.get(p.id, ()))
+                       for p in outcome.pitfalls]
     result.survivors = [Survivor(s.id, s.function, s.diff) for s in outcome.survivors]
     result.excluded = dict(record.get("excluded") or {})
     result.course_tests = dict(record.get("course_tests") or {})

@@ -12,7 +12,8 @@
        them; a mutant is killed when the suite fails, hangs or crashes on it.
 
     score  = killed / counted   (pitfalls and generated mutants alike)
-    passed = score >= threshold and every pitfall killed
+    passed = score >= threshold and every pitfall killed and every public
+             function's floor met (ol.grading.floors)
 
 How runs are confined, and what each mode guarantees: README.md in this folder.
 """
@@ -26,9 +27,12 @@ from pathlib import Path
 
 from ol.grading import confine
 from ol.grading.engine import EngineFault, SuiteBroke
+from ol.grading.floors import function_floors
+from ol.grading.pitfall_tests import tests_failing_on
 from ol.grading.session import GradingFault, GradingSession, NotGraded  # noqa: F401  (NotGraded: API)
 from ol.grading.recheck import VerdictCache, code_digest
-from ol.grading.stages import FAILED, PASSED, Grader, SuiteProblem, Verdict, describe
+from ol.grading.rejected import rejected_tests
+from ol.grading.stages import FAILED, PASSED, Grader, SuiteProblem, Verdict
 from ol.grading.static_check import check_student_tests
 
 
@@ -38,6 +42,7 @@ class PitfallOutcome:
     misconception: str
     symptom: str
     killed: bool
+    tests: tuple[str, ...] = ()    # the suite's tests that fail on it, in file order (the report's "by")
 
 
 @dataclass(frozen=True)
@@ -71,9 +76,12 @@ class CheckResult:
     killed_by: dict[str, str] = field(default_factory=dict)      # variant id -> first test that failed on it
     mutants: list[dict] = field(default_factory=list)            # every counted mutant: id, function, line,
                                                                  # killed, killed_by (a test id or null), diff
-    carried_over: int = 0     # kills taken from the last check (their test files unchanged), not run again
+    carried_over: int = 0     # kills taken from the last check (their tests' code unchanged), not run again
     course_tests_kept: bool = False   # the course tests' pass taken from the last check (the same code)
     mutants_of: str = "the reference"  # what the mutants change: "your own code" in a student kit (ol.grading.local)
+    floors: list[dict] = field(default_factory=list)     # each public function's floor (ol.grading.floors.Floor)
+    rejected: list[dict] = field(default_factory=list)   # each test failing on a correct implementation, once:
+                                                         # test, failure, implementations (ol.grading.rejected)
 
 
 def check_module(
@@ -155,20 +163,19 @@ def check_module(
                 first = grader.correct_implementations()
                 rejected = [v for v in first if v.status != PASSED]
                 if rejected:
-                    lines = [f"your test rejects a correct implementation: "
-                             f"{', '.join(v.failed) or '(no single test: ' + v.detail + ')'} {v.status} on "
-                             f"{session.describe_variant(v.key) or describe(v.key)}"
-                             + (f" ({v.detail})" if v.detail and v.failed else "") for v in rejected]
-                    variant = session.reference if rejected[0].key == "reference" else next(
-                        a for a in session.alternates if a.key == rejected[0].key)
-                    return stop("your tests fail on a correct implementation", lines, grader.report_on(variant)[-6000:])
+                    found = rejected_tests(grader, session, rejected)
+                    result.rejected = found.entries
+                    return stop("your tests fail on a correct implementation", found.lines, found.output)
                 variants = session.pitfall_variants() + session.mutant_variants()
                 carried = cache.carried([v.key for v in variants]) if cache is not None else {}
                 verdicts = grader.variants([v for v in variants if v.key not in carried])
-                verdicts.update({key: Verdict(key, FAILED, (test,), 0.0, "caught before, test file unchanged")
+                verdicts.update({key: Verdict(key, FAILED, (test,), 0.0, "caught before, its test unchanged")
                                  for key, test in carried.items()})
+                caught = [v for v in variants if v.key.startswith("pitfall:") and verdicts[v.key].killed]
+                by = tests_failing_on(grader, caught, *((cache.known(), cache.code) if cache is not None else ()))
                 if cache is not None:
-                    cache.save({key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed})
+                    cache.save({key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed}, by,
+                               grader.collected)
             except SuiteProblem as problem:
                 return stop(problem.reason, problem.lines, problem.output)
             except SuiteBroke as broke:
@@ -179,7 +186,8 @@ def check_module(
 
     pitfalls = [(p, verdicts.get(f"pitfall:{p.id}")) for p in session.mutants.pitfalls]
     mutants = [(m, verdicts.get(m.id)) for m in session.mutants.counted]
-    result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(v and v.killed)) for p, v in pitfalls]
+    result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(v and v.killed),
+                                      by.get(f"pitfall:{p.id}", ())) for p, v in pitfalls]
     result.survivors = [Survivor(m.id, m.function, m.diff) for m, v in mutants if not (v and v.killed)]
     result.killed_by = {key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed}
     result.carried_over = len(carried)
@@ -188,7 +196,10 @@ def check_module(
     result.counted = len(pitfalls) + len(mutants)
     result.killed = sum(o.killed for o in result.pitfalls) + sum(bool(v and v.killed) for _, v in mutants)
     result.score = result.killed / result.counted if result.counted else 1.0
-    result.passed = result.score >= grading.threshold and all(o.killed for o in result.pitfalls)
+    floors = function_floors(grading.floors, result.mutants, session.contract)
+    result.floors = [f.as_dict() for f in floors]
+    result.passed = (result.score >= grading.threshold and all(o.killed for o in result.pitfalls)
+                     and all(f.met for f in floors))
     result.seconds = time.monotonic() - started
     return result
 

@@ -45,8 +45,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="surviving mutants shown with their diff, per function (default 3)")
     parser.add_argument("--all", action="store_true", help="show every surviving mutant's diff")
     parser.add_argument("--fresh", action="store_true",
-                        help="grade every mutant again (by default a re-check keeps the kills of test files "
-                             "you have not changed since the last check)")
+                        help="grade every mutant again (by default a re-check keeps the kills of tests whose "
+                             "code, and the helpers, fixtures and conftest they use, you have not changed since "
+                             "the last check)")
     parser.add_argument("--require-confinement", action="store_true",
                         help="refuse to run unless every run can be confined (the instructor's side uses this)")
     parser.add_argument("--confinement", choices=("auto", "confined", "confined-by-uid"), default="auto",

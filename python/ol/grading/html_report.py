@@ -31,7 +31,8 @@ from pathlib import Path
 
 from ol.errors import OlError
 from ol.grading.check import CheckResult
-from ol.grading.report import floored, to_json
+from ol.grading.floors import floor_line
+from ol.grading.report import floored, implementation_name, output_heading, to_json, to_pass
 
 GENERATOR = "ol check --html"          # the <meta name="generator"> of every page written here
 REPORTS_DIR = ".ol/reports"             # the default folder, inside ol's own (gitignored) .ol/
@@ -122,7 +123,7 @@ def _summary(result: CheckResult) -> str:
   <h1>ol check {_e(result.module)}: <span class="verdict {'pass' if result.passed else 'fail'}">{verdict}</span></h1>
   <p class="score">score <b id="score">{floored(result.score)}</b>
      &mdash; your tests catch <b id="killed">{result.killed}/{result.counted}</b> faults
-     (to pass: {result.threshold:.2f} and every pitfall)</p>
+     (to pass: {_e(to_pass(result))})</p>
   <p>= {pitfalls_caught}/{len(result.pitfalls)} pitfalls + {result.killed - pitfalls_caught}/{generated}
      generated mutants; pitfalls count in the score like any mutant.</p>
   <p class="muted">Not counted: {excluded.get('message_only', 0)} mutants that change only an error message,
@@ -132,8 +133,12 @@ def _summary(result: CheckResult) -> str:
 
 
 def _not_graded(result: CheckResult) -> str:
-    problems = "".join(f"<li>{_e(p)}</li>" for p in result.problems)
-    output = f"<h2>Your tests on that correct implementation</h2><pre>{_e(result.output)}</pre>" if result.output else ""
+    if result.rejected:
+        problems = "".join(_rejected(entry, result) for entry in result.rejected) + "".join(
+            f"<li>{_e(p)}</li>" for p in result.problems if "(no single test:" in p)
+    else:
+        problems = "".join(f"<li>{_e(p)}</li>" for p in result.problems)
+    output = f"<h2>{_e(output_heading(result))}</h2><pre>{_e(result.output)}</pre>" if result.output else ""
     return f"""
 <header>
   <h1>ol check {_e(result.module)}: <span class="verdict fail">NOT GRADED</span></h1>
@@ -143,12 +148,20 @@ def _not_graded(result: CheckResult) -> str:
 {output}"""
 
 
+def _rejected(entry: dict, result: CheckResult) -> str:
+    """One test that fails on a correct implementation: which, where, and pytest's words for it."""
+    where = " and ".join(_e(implementation_name(key, result)) for key in entry["implementations"])
+    failure = f'<pre class="failure">{_e(entry["failure"].rstrip())}</pre>' if entry["failure"] else ""
+    return (f'<li class="rejected"><code>{_e(entry["test"])}</code> rejects a correct implementation '
+            f"(it fails on {where}){failure}</li>")
+
+
 def _pitfalls(result: CheckResult) -> str:
     rows = []
     for pitfall in result.pitfalls:
-        caught_by = result.killed_by.get(f"pitfall:{pitfall.id}")
-        status = ('<span class="k">caught</span>' + (f'<div class="by">by <code>{_e(caught_by)}</code></div>'
-                                                      if caught_by else "")
+        tests = list(pitfall.tests) or [t for t in [result.killed_by.get(f"pitfall:{pitfall.id}")] if t]
+        by = "".join(f"<li><code>{_e(test)}</code></li>" for test in tests)
+        status = ('<span class="k">caught</span>' + (f'<div class="by">by<ul>{by}</ul></div>' if by else "")
                   if pitfall.killed else '<span class="s">MISSED</span>')
         rows.append(f'<tr class="{"killed" if pitfall.killed else "survived"}"><td>{_e(pitfall.id)}</td>'
                     f"<td>{status}</td><td>{_e(pitfall.misconception)}</td><td>{_e(pitfall.symptom)}</td></tr>")
@@ -156,7 +169,7 @@ def _pitfalls(result: CheckResult) -> str:
 <section id="pitfalls">
   <h2>Pitfalls: each one must be caught</h2>
   <p class="muted">A pitfall is named by its misconception and what it looks like, not by its diff:
-     write the test that would notice it.</p>
+     write the test that would notice it. Under "by": the tests of your suite, in file order, that fail on it.</p>
   <table><thead><tr><th>id</th><th>your tests</th><th>misconception</th><th>symptom</th></tr></thead>
   <tbody>{''.join(rows)}</tbody></table>
 </section>"""
@@ -170,15 +183,23 @@ def _functions(result: CheckResult) -> str:
         entry[1 if mutant["killed"] else 0] += 1
         if not mutant["killed"] and not entry[2]:
             entry[2] = mutant["line"]
+    floors = {floor["function"]: floor for floor in result.floors}
     rows = []
     for function, (survived, caught, line) in sorted(counts.items(), key=lambda item: (-item[1][0], item[0])):
         name = f'<a href="#L{line}">{_e(function)}</a>' if line else _e(function)
+        floor = floors.get(function.split(".", 1)[0])     # a method counts toward its class's floor
         rows.append(f'<tr class="{"survived" if survived else "killed"}"><td>{name}</td>'
-                    f'<td class="num {"s" if survived else "muted"}">{survived}</td><td class="num k">{caught}</td></tr>')
+                    f'<td class="num {"s" if survived else "muted"}">{survived}</td><td class="num k">{caught}</td>'
+                    + (f'<td class="{"k" if floor["met"] else "s floor-below"}">{_e(floor_line(floor))}</td>'
+                       if floor else "<td></td>") + "</tr>")
+    below = [floor_line(f) for f in result.floors if not f["met"]]
+    warning = (f'<p class="s" id="floors-below">Below a function\'s floor: {_e("; ".join(below))}. '
+               "Every public function needs its share of mutants caught, whatever the score.</p>" if below else "")
     return f"""
 <section id="functions">
   <h2>Generated mutants by function</h2>
-  <table><thead><tr><th>function</th><th>survived</th><th>caught</th></tr></thead>
+  {warning}
+  <table><thead><tr><th>function</th><th>survived</th><th>caught</th><th>floor (public functions)</th></tr></thead>
   <tbody>{''.join(rows)}</tbody></table>
 </section>"""
 
@@ -278,7 +299,8 @@ table { border-collapse: collapse; } td, th { border-bottom: 1px solid #ddd; pad
   vertical-align: top; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .s { color: #a4161a; font-weight: 600; } .k { color: #17692f; }
-.by { color: #444; font-size: .9em; }
+.by { color: #444; font-size: .9em; } .by ul { margin: .1em 0; padding-left: 1.2em; }
+pre.failure { margin: .2em 0 .6em; padding: .3em; background: #fff4f4; border: 1px solid #f0caca; white-space: pre-wrap; }
 .filter { display: inline-block; margin: .5em 0; font-weight: 600; }
 .code { font-family: ui-monospace, monospace; font-size: 13px; border: 1px solid #ddd; }
 .line { display: flex; white-space: pre; line-height: 1.45; }

@@ -100,6 +100,7 @@ REPORT_FIELDS = {
     "problem": TEXT,         # "collect", "empty" or "isolate": the suite could not be run
     "detail": TEXT,          # what the problem was
     "outcomes": TEXT_MAP,    # pytest's own run: test id -> passed, failed, error, skipped
+    "failures": TEXT_MAP,    # pytest's own run: test id -> its first failure, as the short summary says it
     "output": TEXT,          # pytest's own terminal report
     "internal": TEXT,        # an exception of the grader's own code in the run
 }

@@ -4,21 +4,25 @@ edit re-runs only what the edit can change.
     cache = VerdictCache(root / ".ol" / "verdicts" / "L7.3.json", session, tests_folder)
     carried = cache.carried(variants)         # {variant key: the test that caught it}
     ...                                        # grade the rest
-    cache.save(new_kills)
+    cache.save(new_kills, by, collected)        # and which tests fail on each pitfall (ol.grading.pitfall_tests)
 
 The course tests' pass carries over too, when the student's code (and, without
 --ref-deps, the modules it needs) is the same text as at that pass: an edit
 of the tests cannot change it.
 
-A kill carries over when the test that caught the variant lives in a file
-that has not changed since, the folder's other files (conftest.py, helpers,
-data) have not changed, and nothing that shapes the grade has changed (the
-session's fingerprint: the reference, the mutants, the grader's own code).
-Everything else is graded again: survivors, and kills whose test file was
-edited.  The correct implementations always run again, and so do their
-repeats among the variants.  Verdicts are deterministic (fixed hash seed,
-derandomized Hypothesis), so a warm check gives the cold check's grade; a
-kit test compares them over a sequence of edits.
+A kill carries over while the test that made it can run only the same code
+as then: the test itself, the tests it names, its file's module code (imports,
+helpers, fixtures) and the folder's other files (conftest.py, helpers, data),
+compared by their text (ol.grading.suite_code), and while nothing that shapes
+the grade has changed (the session's fingerprint: the reference, the mutants,
+the grader's own code).  So adding or editing one test of a one-file suite
+re-grades only what that edit can change: the survivors, and the kills of
+tests whose code changed.  The correct implementations always run again, and
+so do their repeats among the variants.  Verdicts are deterministic (fixed
+hash seed, derandomized Hypothesis seeded from each test's own source), so a
+warm check gives the cold check's grade for tests that do not depend on one
+another's side effects (neither does a cold check's, whose test order
+changes as it learns); a kit test compares them over a sequence of edits.
 
 Only `ol check` on the student's own machine uses it: never the isolated
 check, never `ol grade` or the autograder, whose grade must not depend on
@@ -30,11 +34,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from ol.grading.session import SKIPPED_FOLDERS, GradingSession
+from ol.grading.pitfall_tests import Known
+from ol.grading.session import GradingSession
+from ol.grading.suite_code import SuiteDigests
 
-FORMAT = 1
+FORMAT = 2
 
 
 class VerdictCache:
@@ -42,22 +48,20 @@ class VerdictCache:
         self.path, self.tests = Path(path), Path(tests)
         self.kit_path = session.suite_path(tests)            # how node ids name the folder
         self.fingerprint = session.fingerprint()
-        self.files = _file_hashes(self.tests)
-        self.shared = hashlib.sha256(json.dumps(
-            sorted((name, digest) for name, digest in self.files.items() if not _is_test_file(name))).encode()
-        ).hexdigest()
-        self.entries, self.course = self._load()
+        self.digests = SuiteDigests(self.tests, self.kit_path)
+        self.entries, self.course, self.memory = self._load()
 
-    def _load(self) -> tuple[dict[str, dict], dict]:
+    def _load(self) -> tuple[dict[str, dict], dict, dict]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return {}, {}
+            return {}, {}, {}
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("fingerprint") != self.fingerprint \
-                or data.get("folder") != self.kit_path or data.get("shared") != self.shared:
-            return {}, {}
-        entries, course = data.get("kills", {}), data.get("course", {})
-        return entries if isinstance(entries, dict) else {}, course if isinstance(course, dict) else {}
+                or data.get("folder") != self.kit_path:
+            return {}, {}, {}
+        entries, course, memory = data.get("kills", {}), data.get("course", {}), data.get("pitfall_tests", {})
+        return (entries if isinstance(entries, dict) else {}, course if isinstance(course, dict) else {},
+                memory if isinstance(memory, dict) else {})
 
     def course_passed(self, code: str) -> dict[str, int] | None:
         """{"passed": n, "total": n} if the course tests all passed on this
@@ -75,27 +79,44 @@ class VerdictCache:
         self.course = {"code": code, "counts": dict(counts)}
 
     def carried(self, keys: list[str]) -> dict[str, str]:
-        """{variant key: the test that caught it} for every kill still valid."""
+        """{variant key: the test that caught it} for every kill still valid:
+        its test's code is the same as when it caught the variant."""
         carried = {}
         for key in keys:
             entry = self.entries.get(key)
-            if not isinstance(entry, dict):
+            if not isinstance(entry, dict) or not isinstance(entry.get("test"), str):
                 continue
-            test, digest = entry.get("test"), entry.get("file_sha256")
-            file = self._file_of(test) if isinstance(test, str) else None
-            if file is not None and digest == self.files.get(file):
-                carried[key] = test
+            digest = self.digests.of(entry["test"])
+            if digest is not None and entry.get("code") == digest:
+                carried[key] = entry["test"]
         return carried
 
-    def save(self, kills: dict[str, str]) -> None:
-        """Remember these kills ({variant key: test}); a failure to write only costs time."""
+    def known(self) -> Known:
+        """The tests that failed on each pitfall at the last check, with each
+        test's code then (ol.grading.pitfall_tests asks only the others)."""
+        code, by = self.memory.get("code", {}), self.memory.get("by", {})
+        if not isinstance(code, dict) or not isinstance(by, dict):
+            return Known()
+        return Known({t: d for t, d in code.items() if isinstance(d, str)},
+                     {k: [t for t in v if isinstance(t, str)] for k, v in by.items() if isinstance(v, list)})
+
+    def code(self, test: str) -> str | None:
+        """The digest of the code a test can run, now."""
+        return self.digests.of(test)
+
+    def save(self, kills: dict[str, str], by: dict[str, tuple[str, ...]] | None = None,
+             collected: list[str] = ()) -> None:
+        """Remember these kills ({variant key: test}), and the tests that fail
+        on each pitfall among the `collected` ones; a failure to write only costs time."""
         entries = {}
         for key, test in kills.items():
-            file = self._file_of(test)
-            if file is not None and file in self.files:
-                entries[key] = {"test": test, "file_sha256": self.files[file]}
-        data = {"format": FORMAT, "fingerprint": self.fingerprint, "folder": self.kit_path, "shared": self.shared,
-                "kills": entries, "course": self.course}
+            digest = self.digests.of(test)
+            if digest is not None:
+                entries[key] = {"test": test, "code": digest}
+        code = {test: digest for test in collected if (digest := self.digests.of(test)) is not None}
+        data = {"format": FORMAT, "fingerprint": self.fingerprint, "folder": self.kit_path,
+                "kills": entries, "course": self.course,
+                "pitfall_tests": {"code": code, "by": {key: list(tests) for key, tests in (by or {}).items()}}}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
@@ -104,28 +125,8 @@ class VerdictCache:
         except OSError:
             pass
 
-    def _file_of(self, test: str) -> str | None:
-        """The file (relative to the test folder) a node id names."""
-        path = test.split("::", 1)[0]
-        prefix = self.kit_path.rstrip("/") + "/"
-        return path[len(prefix):] if path.startswith(prefix) else None
-
 
 def code_digest(student_source: str, overrides: dict, ref_deps: bool) -> str:
     """A hash of the code the course tests run on: the student's file, and the
     student's files of the modules it needs unless they come from the reference."""
     return hashlib.sha256(json.dumps([student_source, overrides, ref_deps], sort_keys=True).encode()).hexdigest()
-
-
-def _file_hashes(folder: Path) -> dict[str, str]:
-    hashes = {}
-    for path in sorted(folder.rglob("*")):
-        relative = path.relative_to(folder)
-        if path.is_file() and not SKIPPED_FOLDERS.intersection(relative.parts):
-            hashes[relative.as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return hashes
-
-
-def _is_test_file(name: str) -> bool:
-    stem = PurePosixPath(name).name
-    return stem.endswith(".py") and (stem.startswith("test_") or stem.endswith("_test.py"))

@@ -14,11 +14,13 @@ import textwrap
 from dataclasses import asdict
 
 from ol.grading.check import CheckResult
+from ol.grading.floors import floor_line
 
 DEFAULT_MAX_SURVIVORS = 3   # diffs shown per function; --all shows every one
 JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
                "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by",
-               "mutants", "carried_over", "course_tests_kept", "mutants_of", "memory_bound")
+               "mutants", "carried_over", "course_tests_kept", "mutants_of", "floors", "rejected", "memory_bound")
+COURSE_TESTS_FAILED = "course tests fail on your code"     # how check.py's reason starts when they do
 
 
 def to_json(result: CheckResult) -> str:
@@ -33,9 +35,9 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
     lines: list[str] = []
     if result.reason is not None:
         lines.append(f"ol check {result.module}: NOT GRADED: {result.reason}")
-        lines.extend(f"  {problem}" for problem in result.problems)
+        lines.extend(_rejected(result) if result.rejected else [f"  {problem}" for problem in result.problems])
         if result.output:
-            lines += ["", "Your tests on that correct implementation (pytest's report):", _indent(result.output.rstrip(), 2)]
+            lines += ["", output_heading(result) + ":", _indent(result.output.rstrip(), 2)]
         return "\n".join(lines) + "\n"
 
     verdict = "PASSED" if result.passed else "NOT PASSED"
@@ -44,7 +46,7 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
     generated_killed = result.killed - pitfalls_caught
     lines.append(
         f"ol check {result.module}: {verdict}: your tests catch {result.killed}/{result.counted} faults, "
-        f"score {floored(result.score)} (to pass: {result.threshold:.2f} and every pitfall)"
+        f"score {floored(result.score)} (to pass: {to_pass(result)})"
     )
     lines.append(f"  = {pitfalls_caught}/{len(result.pitfalls)} pitfalls + {generated_killed}/{generated} "
                  "generated mutants (pitfalls count in the score like any mutant)")
@@ -55,16 +57,21 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
         lines.append(f"  {mark} {pitfall.id}  {pitfall.misconception}")
         if not pitfall.killed:
             lines.append(_indent(f"symptom: {pitfall.symptom}", 12))
+    if result.floors:
+        lines += ["", "Every public function (each must have its share of mutants caught):"]
+        lines += [f"  {'ok     ' if f['met'] else 'BELOW  '} {floor_line(f)}" for f in result.floors]
     if result.survivors:
         lines += [""] + _survivors(result.survivors, max_survivors, result.mutants_of)
     if not result.passed:
         lines.append("")
         missing = [p.id for p in result.pitfalls if not p.killed]
+        below = [f for f in result.floors if not f["met"]]
         advice = []
         if result.score is not None and result.score < result.threshold:
             advice.append(f"catch at least {_needed(result)} more of the surviving mutants")
         if missing:
             advice.append(f"catch pitfall{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        advice += [f"catch at least {f['needed'] - f['caught']} more of {f['function']}'s mutants" for f in below]
         lines.append("To pass: " + " and ".join(advice) + ". Write a test that fails on the change, then ./ol check again.")
     excluded = result.excluded
     lines.append("")
@@ -89,10 +96,46 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
     if result.course_tests_kept:
         kept.append("the course tests' pass (your code is unchanged)")
     if result.carried_over:
-        kept.append(f"{result.carried_over} catches (their test files are unchanged)")
+        kept.append(f"{result.carried_over} catches (the tests that made them are unchanged)")
     if kept:
         lines.append(f"Kept from your last check: {' and '.join(kept)}; --fresh grades everything again.")
     return "\n".join(lines) + "\n"
+
+
+def to_pass(result: CheckResult) -> str:
+    """What passing takes: "0.80 and every pitfall" (and each public function's floor)."""
+    return f"{result.threshold:.2f}, every pitfall and each function's floor" if result.floors else \
+        f"{result.threshold:.2f} and every pitfall"
+
+
+def output_heading(result: CheckResult) -> str:
+    """What the pytest report in a stopped check's `output` is of."""
+    if (result.reason or "").startswith(COURSE_TESTS_FAILED):
+        return "The course tests on your code (pytest's report)"
+    if result.rejected:
+        first = result.rejected[0]["implementations"][0]
+        return f"Your tests on {implementation_name(first, result)} (pytest's report, its end)"
+    return "Your tests (pytest's report)"
+
+
+def _rejected(result: CheckResult) -> list[str]:
+    """Each test that fails on a correct implementation, once: where it fails and why."""
+    lines = ["  A correct implementation must pass every test; "
+             f"{'this test fails' if len(result.rejected) == 1 else 'these tests fail'} on one:"]
+    for entry in result.rejected:
+        where = " and ".join(implementation_name(key, result) for key in entry["implementations"])
+        lines.append(f"  {entry['test']} rejects a correct implementation (it fails on {where})")
+        if entry["failure"]:
+            lines.append(_indent(entry["failure"].rstrip(), 6))
+    lines += [f"  {problem}" for problem in result.problems if "(no single test:" in problem]
+    return lines
+
+
+def implementation_name(key: str, result: CheckResult) -> str:
+    """A correct implementation as reports name it ("the reference"; in a student kit "your own code")."""
+    from ol.grading.stages import describe
+
+    return "your own code" if key == "reference" and _unreviewed(result) else describe(key)
 
 
 def floored(score: float | None) -> str:

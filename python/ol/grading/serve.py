@@ -127,33 +127,33 @@ class _Server:
             value = function(*args, **kwargs)
             call = self.next_call
             self.next_call += 1
-            reply = self._reply(value, call, decoder, buffers)
+            reply = self._reply(value, call, decoder)
             if self._differentiable:  # a Tensor that needs grad went back: keep what replays it
                 self.calls[call] = (function, header, buffers)   # decoding copied: these are as they arrived
                 self.calls.pop(call - MAX_RECORDED_CALLS, None)
             return reply
         if op == "vjp":
-            return self._reply(self.vjp(header, buffers), None, decoder, buffers)
+            return self._reply(self.vjp(header, buffers), None, decoder)
         target = self.resolve(header.get("of"))
         if op == "getattr":
             name = self.public(header.get("name"))
             try:
-                return self._reply(getattr(target, name), None, decoder, buffers)
+                return self._reply(getattr(target, name), None, decoder)
             except WireError:
                 raise Refused(f"{name!r} cannot be reached from the tests: it is neither data nor a function "
                               "or class of the code under test") from None
         if op == "setattr":
             setattr(target, self.public(header.get("name")), decoder.decode_top(header.get("value")))
-            return self._reply(None, None, decoder, buffers)
+            return self._reply(None, None, decoder)
         if op == "delattr":
             delattr(target, self.public(header.get("name")))
-            return self._reply(None, None, decoder, buffers)
+            return self._reply(None, None, decoder)
         if op in ("repr", "str"):
-            return self._reply((repr if op == "repr" else str)(target), None, decoder, buffers)
+            return self._reply((repr if op == "repr" else str)(target), None, decoder)
         if op == "eq":
-            return self._reply(bool(target == decoder.decode_top(header.get("other"))), None, decoder, buffers)
+            return self._reply(bool(target == decoder.decode_top(header.get("other"))), None, decoder)
         if op == "hash":
-            return self._reply(hash(target), None, decoder, buffers)
+            return self._reply(hash(target), None, decoder)
         raise WireError(f"unknown request {op!r}")
 
     def _keep(self, array: np.ndarray) -> int:
@@ -221,7 +221,7 @@ class _Server:
 
     # ---- replies -----------------------------------------------------------------------
 
-    def _reply(self, value, call, decoder, pristine) -> tuple[dict, list]:
+    def _reply(self, value, call, decoder) -> tuple[dict, list]:
         encoder = Encoder(lambda v, e: self._encode_extra(v, e, call))
         self._tensor_index, self._differentiable = 0, False
         reply = {"value": encoder.encode(value)}

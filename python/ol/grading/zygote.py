@@ -555,12 +555,16 @@ def _run_report(folder: Path, report: _Report, extra: list[str], base: list[str]
     import pytest
 
     outcomes: dict[str, str] = {}
+    failures: dict[str, str] = {}   # node id -> what pytest's short test summary says of its first failure
 
     class Outcomes:
         def pytest_runtest_logreport(self, report):
             if report.when == "call" or report.outcome != "passed":
                 if report.outcome != "passed" or report.nodeid not in outcomes:
                     outcomes[report.nodeid] = "error" if report.when != "call" and report.failed else report.outcome
+            if report.failed and report.nodeid not in failures:
+                crash = getattr(report.longrepr, "reprcrash", None)
+                failures[report.nodeid] = str(getattr(crash, "message", None) or report.longrepr)[:2000]
 
         def pytest_collectreport(self, report):
             if report.failed:
@@ -573,7 +577,7 @@ def _run_report(folder: Path, report: _Report, extra: list[str], base: list[str]
         code = pytest.main([str(folder), "--tb=short", "-rfE", "--color=no", "-p", "no:cacheprovider",
                             *base, *extra], plugins=[Outcomes()])
         sys.stdout.flush()
-    report.send(outcomes=outcomes, output=output.read_text(errors="replace")[-60000:])
+    report.send(outcomes=outcomes, failures=failures, output=output.read_text(errors="replace")[-60000:])
     return int(code)
 
 

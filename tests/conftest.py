@@ -1,0 +1,73 @@
+"""What every kit test shares: its markers (pyproject.toml lists them; an
+unknown one is an error here), and what `needs_confinement` does.
+
+A test marked `needs_confinement` grades inside bubblewrap: the student's
+shared check (which exists only confined), a guarantee that only the sandbox
+gives (a cheat, a venv seen by the runs), or `ol grade`, which refuses to run
+unconfined.  Before such a test runs, ol.grading.confine.bubblewrap() says
+whether confinement works here, and if it does not:
+
+- a Python installed under /tmp: the test is skipped, every such test with
+  the same reason (pytest -rs shows it on one line).  This is a choice of
+  where the Python lives, not something missing: no install step can fix it,
+  and a Python elsewhere runs these tests.
+- in CI (the variable CI set, as CI sets it) nothing is skipped: a CI that
+  cannot confine has lost what the grade's trust rests on, so it fails.
+- any other reason (bwrap not installed, or unable to start a sandbox
+  here) is a missing dependency, and a skip would hide it: the test fails,
+  saying what to install and how to run the rest meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ol.grading import confine
+
+NEEDS_CONFINEMENT = "needs_confinement"
+# The words of confine.bubblewrap()'s reason for a Python under /tmp
+# (tests/test_trust.py holds ol check to them).  Were they to change, the
+# tests would fail rather than skip: never the other way round.
+UNDER_TMP = "installed under /tmp"
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def confinement_impossible() -> str | None:
+    """Why these tests cannot confine here, when that is no missing
+    dependency and no CI: the reason they are skipped for; else None."""
+    usable, why = confine.bubblewrap()
+    return None if usable or in_ci() or UNDER_TMP not in why else why
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A misspelt marker (`slwo`) would quietly put a slow test in the fast
+    # tier: in the kit's tests it is an error.  Not --strict-markers in
+    # pyproject.toml, which `ol tests` would apply to the student's tests too.
+    config.addinivalue_line("filterwarnings", "error::pytest.PytestUnknownMarkWarning")
+
+
+@pytest.hookimpl(tryfirst=True)  # before the fixtures that grade
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker(NEEDS_CONFINEMENT) is None:
+        return
+    usable, why = confine.bubblewrap()
+    if usable:
+        return
+    if confinement_impossible():
+        pytest.skip(f"confinement is impossible with this Python: {why}")
+    then = ("CI skips none of these tests" if in_ci() and UNDER_TMP in why else
+            "tests/setup.sh installs bubblewrap; meanwhile python -m pytest -m 'not needs_confinement' runs the rest")
+    pytest.fail(f"this test grades confined, and confinement does not work here: {why}; {then}", pytrace=False)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    usable, why = confine.bubblewrap()
+    if usable:
+        return "confinement: bubblewrap works here"
+    then = "skipped" if confinement_impossible() else "failed"
+    return f"confinement: does not work here ({why}); tests marked {NEEDS_CONFINEMENT} will be {then}"
