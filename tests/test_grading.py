@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import signal
 import json
 import os
 import shutil
@@ -643,3 +644,21 @@ def test_a_recheck_keeps_the_course_tests_pass_only_while_the_code_is_the_same(t
     assert "Your tests on" not in r.stdout, explain(r)
     page = (checkout / ".ol/reports/L7.3-check.html").read_text()
     assert "<h2>The course tests on your code (pytest&#x27;s report)</h2>" in page and "Your tests on" not in page
+
+
+def test_a_run_killed_at_its_processor_time_limit_is_a_timeout_not_a_crash():
+    """RLIMIT_CPU sends SIGXCPU at the limit and SIGKILL a second later; a run
+    that is pid 1 of its own pid namespace never sees the SIGXCPU (the kernel
+    drops a signal its init does not handle), so on a quiet machine the
+    SIGKILL is what ends an endless test.  Killed after using its limit is a
+    timeout; killed before it is a crash."""
+    from ol.grading.engine import Outcome
+    from ol.grading.stages import CRASHED
+
+    limit = 3.0
+    at_limit = Outcome(1, exit=128 + signal.SIGKILL, cpu_seconds=4.01, report=[{"running": "t.py::test_forever"}])
+    assert Grader.verdict("mutant-1", at_limit, limit).status == TIMEOUT
+    early = dataclasses.replace(at_limit, cpu_seconds=0.2)
+    assert Grader.verdict("mutant-1", early, limit).status == CRASHED
+    impl_at_limit = Outcome(1, exit=1, impl_exit=128 + signal.SIGKILL, impl_cpu_seconds=3.5)
+    assert Grader.verdict("mutant-1", impl_at_limit, limit).status == TIMEOUT

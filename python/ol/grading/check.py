@@ -152,9 +152,11 @@ def check_module(
                 course = grader.course_tests(student, overrides)
                 result.course_tests = {"passed": len(course.passed), "total": len(course.outcomes)}
                 if not course.ok:
-                    return stop(_course_reason(module.id, ref_deps, course), course.failed or
-                                [f"the course tests took longer than {time_limit:.0f} s on your code: look for a loop"
-                                 if course.timed_out else "pytest could not run them"], course.output)
+                    slow = [f"the course tests took longer than {time_limit:.0f} s on your code: look for a loop"]
+                    return stop(_course_reason(module.id, ref_deps, course),
+                                (slow if course.timed_out else []) + (course.failed or
+                                                                       ([] if course.timed_out else
+                                                                        ["pytest could not run them"])), course.output)
                 if cache is not None:
                     cache.keep_course_pass(code, result.course_tests)
             if violations:

@@ -116,7 +116,7 @@ class Grader:
         outcome = self.engine.run([run])[run.id]
         if trusted:
             self._check_implementation(variant, outcome)
-        return _course_run(outcome)
+        return _course_run(outcome, self.time_limit)
 
     def course_tests_of(self, variants: list[Variant]) -> dict[str, CourseRun]:
         """The course tests on each of the course's own variants, side by side."""
@@ -126,7 +126,7 @@ class Grader:
         results = {}
         for run_id, variant in runs.items():
             self._check_implementation(variant, outcomes[run_id])
-            results[variant.key] = _course_run(outcomes[run_id])
+            results[variant.key] = _course_run(outcomes[run_id], self.time_limit)
         return results
 
     # ---- the student's suite -------------------------------------------------------------
@@ -226,8 +226,9 @@ class Grader:
         report = outcome.report
         failed = tuple(str(line["failed"]) for line in report if "failed" in line)[:MAX_REPORTED_FAILURES]
         running = next((str(line["running"]) for line in reversed(report) if "running" in line), None)
-        impl_out_of_time = outcome.impl_exit in OUT_OF_PROCESSOR_TIME and outcome.exit != EXIT_PASSED
-        if outcome.timed_out or outcome.exit in OUT_OF_PROCESSOR_TIME or impl_out_of_time:
+        impl_out_of_time = (out_of_processor_time(outcome.impl_exit, outcome.impl_cpu_seconds, limit)
+                            and outcome.exit != EXIT_PASSED)
+        if outcome.timed_out or out_of_processor_time(outcome.exit, outcome.cpu_seconds, limit) or impl_out_of_time:
             where = "running" if running else "collecting your tests (look for a loop at module level)"
             spent = (f"had not ended after {outcome.seconds:.1f} s (the time limit is {limit:.1f} s of processor "
                      "time; a run that waits uses none)" if outcome.timed_out else
@@ -280,10 +281,23 @@ def describe(key: str) -> str:
     return f"mutant {key}"
 
 
-def _course_run(outcome: Outcome) -> CourseRun:
+def out_of_processor_time(exit: int | None, cpu: float | None, limit: float) -> bool:
+    """Whether the kernel ended a process at its processor-time limit
+    (RLIMIT_CPU = ceil(limit) s): SIGXCPU there, or SIGKILL a second later
+    after it used at least the limit.  The SIGKILL is what a run that caught
+    SIGXCPU gets, and what every run gets as pid 1 of its own pid namespace:
+    the kernel drops a signal its init does not handle, SIGXCPU included."""
+    if exit in OUT_OF_PROCESSOR_TIME:
+        return True
+    return exit == 128 + signal.SIGKILL and cpu is not None and cpu >= max(1, math.ceil(limit))
+
+
+def _course_run(outcome: Outcome, limit: float) -> CourseRun:
     report = _merged(outcome.report)
+    out_of_time = (outcome.timed_out or out_of_processor_time(outcome.exit, outcome.cpu_seconds, limit)
+                   or (outcome.exit != 0 and out_of_processor_time(outcome.impl_exit, outcome.impl_cpu_seconds, limit)))
     return CourseRun(ok=outcome.exit == 0, outcomes=report.get("outcomes", {}),
-                     output=report.get("output", ""), timed_out=outcome.timed_out)
+                     output=report.get("output", ""), timed_out=out_of_time)
 
 
 def _durations(report: list[dict]) -> dict[str, float]:
