@@ -134,22 +134,21 @@ def _html_file(text: str) -> str:
 
 
 def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text}")
-    return value
+    return _whole_number(text, 1, "a whole number >= 1", "")
 
 
 def _memory_limit(text: str) -> int:
+    return _whole_number(text, 256, "a whole number of MiB", "at least 256 MiB (a run imports numpy and pytest)")
+
+
+def _whole_number(text: str, least: int, kind: str, least_said: str) -> int:
+    """An argument that must be a whole number of at least `least`."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of MiB, got {text!r}") from None
-    if value < 256:
-        raise argparse.ArgumentTypeError(f"expected at least 256 MiB (a run imports numpy and pytest), got {text}")
+        raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}") from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected {least_said or kind}, got {text}")
     return value
 
 

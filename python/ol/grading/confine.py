@@ -619,23 +619,11 @@ def kill_user(uid: int) -> None:
     """SIGKILL every process of `uid` (a run's own user) until none is left."""
     wanted = f"\nUid:\t{uid}\t"
     for _ in range(50):
-        found = []
-        for name in os.listdir("/proc"):
-            if name.isdigit():
-                try:
-                    with open(f"/proc/{name}/status") as status:
-                        text = status.read()
-                    if wanted in text and "\nState:\tZ" not in text:   # a zombie is dead already
-                        found.append(int(name))
-                except OSError:
-                    continue
+        # a zombie is dead already
+        found = _processes(lambda status: wanted in status and "\nState:\tZ" not in status)
         if not found:
             return
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _sigkill(found)
         time.sleep(0.001)
 
 
@@ -643,30 +631,40 @@ def kill_descendants() -> None:
     """SIGKILL every process reparented to this subreaper, until none is left."""
     me = f"\nPPid:\t{os.getpid()}\n"
     for _ in range(50):
-        found = []
-        try:
-            names = os.listdir("/proc")
-        except OSError:
-            return
-        for name in names:
-            if not name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{name}/status") as status:
-                    if me in status.read():
-                        found.append(int(name))
-            except OSError:
-                continue
+        found = _processes(lambda status: me in status)
         if not found:
             return
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _sigkill(found)
         for pid in found:
             try:
                 os.waitpid(pid, 0)
             except ChildProcessError:
                 pass
         time.sleep(0.001)
+
+
+def _processes(chosen) -> list[int]:
+    """The pids whose /proc/PID/status text `chosen` accepts (a process that
+    ends while we read is skipped)."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/status") as status:
+                    if chosen(status.read()):
+                        found.append(int(name))
+            except OSError:
+                continue
+    return found
+
+
+def _sigkill(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
