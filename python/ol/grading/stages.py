@@ -213,12 +213,6 @@ class Grader:
 
         return sorted(self.collected, key=key)
 
-    def report_on(self, variant: Variant) -> str:
-        """pytest's own report of the suite on `variant` (short tracebacks)."""
-        run = Run(self._id(), RunRequest(suite="student", mode="report"), variant.request(), self.time_limit)
-        outcome = self.engine.run([run])[run.id]
-        return _merged(outcome.report).get("output", "")
-
     # ---- reading outcomes --------------------------------------------------------------
 
     @staticmethod
