@@ -530,15 +530,7 @@ def test_a_warm_recheck_grades_as_a_cold_check_over_a_sequence_of_edits(tmp_path
     cache = tmp_path / "verdicts.json"
 
     def grade_both():
-        warm = check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", session=session,
-                            verdict_cache=cache)
-        cold = check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", session=session)
-        assert warm.reason is None and cold.reason is None, (warm.problems, cold.problems)
-        assert ({m["id"] for m in warm.mutants if m["killed"]} == {m["id"] for m in cold.mutants if m["killed"]})
-        assert [p.killed for p in warm.pitfalls] == [p.killed for p in cold.pitfalls]
-        assert (warm.killed, warm.score, warm.passed) == (cold.killed, cold.score, cold.passed)
-        assert [p.tests for p in warm.pitfalls] == [p.tests for p in cold.pitfalls], "the report's \"by\""
-        return warm
+        return warm_check_equal_to_cold(session, folder, cache)
 
     (folder / "test_weak.py").write_text(weak)
     (folder / "test_minimal.py").write_text(minimal)
@@ -571,15 +563,7 @@ def test_a_warm_recheck_of_a_one_file_suite_keeps_the_kills_of_unchanged_tests(t
     cache = tmp_path / "verdicts.json"
 
     def grade_both():
-        warm = check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", session=session,
-                            verdict_cache=cache)
-        cold = check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", session=session)
-        assert warm.reason is None and cold.reason is None, (warm.problems, cold.problems)
-        assert ({m["id"] for m in warm.mutants if m["killed"]} == {m["id"] for m in cold.mutants if m["killed"]})
-        assert [p.killed for p in warm.pitfalls] == [p.killed for p in cold.pitfalls]
-        assert (warm.killed, warm.score, warm.passed) == (cold.killed, cold.score, cold.passed)
-        assert [p.tests for p in warm.pitfalls] == [p.tests for p in cold.pitfalls], "the report's \"by\""
-        return warm
+        return warm_check_equal_to_cold(session, folder, cache)
 
     suite.write_text(minimal)
     first = grade_both()
@@ -662,3 +646,17 @@ def test_a_run_killed_at_its_processor_time_limit_is_a_timeout_not_a_crash():
     assert Grader.verdict("mutant-1", early, limit).status == CRASHED
     impl_at_limit = Outcome(1, exit=1, impl_exit=128 + signal.SIGKILL, impl_cpu_seconds=3.5)
     assert Grader.verdict("mutant-1", impl_at_limit, limit).status == TIMEOUT
+
+
+def warm_check_equal_to_cold(session, folder: Path, cache: Path):
+    """Check `folder` warm (with the verdict cache) and cold; assert they give
+    the same grade, kills, pitfalls and "by"; return the warm result."""
+    warm = check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", session=session,
+                        verdict_cache=cache)
+    cold = check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", session=session)
+    assert warm.reason is None and cold.reason is None, (warm.problems, cold.problems)
+    assert ({m["id"] for m in warm.mutants if m["killed"]} == {m["id"] for m in cold.mutants if m["killed"]})
+    assert [p.killed for p in warm.pitfalls] == [p.killed for p in cold.pitfalls]
+    assert (warm.killed, warm.score, warm.passed) == (cold.killed, cold.score, cold.passed)
+    assert [p.tests for p in warm.pitfalls] == [p.tests for p in cold.pitfalls], "the report's \"by\""
+    return warm
