@@ -106,17 +106,12 @@ class Grader:
 
     # ---- course tests ------------------------------------------------------------------
 
-    def course_tests(self, variant: Variant, modules: dict | None = None, pytest_args: list[str] = (),
-                     trusted: bool = False) -> CourseRun:
-        """The module's course tests (trusted) on `variant`, which lives on the
-        other side; tracebacks of its exceptions come back when it is not a
-        course variant (trusted=False: the student's own code)."""
-        run = Run(self._id(), RunRequest(suite="course", mode="report", pytest_args=list(pytest_args)),
-                  variant.request(modules=modules, tracebacks=not trusted), self.time_limit)
-        outcome = self.engine.run([run])[run.id]
-        if trusted:
-            self._check_implementation(variant, outcome)
-        return _course_run(outcome, self.time_limit)
+    def course_tests(self, variant: Variant, modules: dict | None = None) -> CourseRun:
+        """The module's course tests (trusted) on the student's own `variant`,
+        which lives on the other side; tracebacks of its exceptions come back."""
+        run = Run(self._id(), RunRequest(suite="course", mode="report"),
+                  variant.request(modules=modules, tracebacks=True), self.time_limit)
+        return _course_run(self.engine.run([run])[run.id], self.time_limit)
 
     def course_tests_of(self, variants: list[Variant]) -> dict[str, CourseRun]:
         """The course tests on each of the course's own variants, side by side."""

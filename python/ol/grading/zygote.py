@@ -387,7 +387,7 @@ class TestsRole(Role):
         _hypothesis_profile()
         self.config = _pytest_config(self.kit, setup.get("pytest_args", []))
         self.session = _pytest_session(self.config)
-        self.compiled = _precompile(self.config, [self.kit / folder for folder in setup["suites"].values()])
+        _precompile(self.config, [self.kit / folder for folder in setup["suites"].values()])
         _warm_hypothesis()
         gc.collect()
         gc.freeze()
@@ -640,9 +640,10 @@ def _pytest_session(config):
     return session
 
 
-def _precompile(config, folders: list[Path]) -> dict[str, object]:
+def _precompile(config, folders: list[Path]) -> None:
     """pytest rewrites the asserts of test files as it imports them; doing it
-    here (it reads and compiles, runs nothing) spares each run the work."""
+    here (it reads and compiles, runs nothing) spares each run the work.  The
+    compiled code lives on in the patched _read_pyc's closure."""
     from _pytest.assertion import rewrite
 
     compiled = {}
@@ -658,4 +659,3 @@ def _precompile(config, folders: list[Path]) -> dict[str, object]:
         return compiled.get(str(source)) or original(source, pyc, trace)
 
     rewrite._read_pyc = read_pyc
-    return compiled
