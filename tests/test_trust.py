@@ -57,7 +57,7 @@ from hypothesis import strategies as st
 
 from kit import (ROOT, copy_checkout, explain, kill_group, processes_with, run_ol, sigint_as_at_a_terminal,
                  snapshot, virtual_environment)
-from ol.grading import confine, protocol
+from ol.grading import confine, engine, protocol
 from ol.grading.check import check_module
 from ol.grading.engine import Run
 from ol.grading.protocol import RunRequest
@@ -886,6 +886,41 @@ def test_a_check_cannot_reach_another_checks_runs_through_their_user(one_range, 
     else:
         assert result["reason"] is None, (result, f"check A's runs held the users {sorted(held)}")
     assert not run_users(), f"processes of the runs' users left: {[_cmdline(p) for p in run_users()]}"
+
+
+def old_formula_uid(workers: int, pid: int, index: int) -> int:
+    """The run user of slot `index` before UidBlock: a base per grader from its pid."""
+    return 61000 + 2 * workers * (pid % 400) + index
+
+
+def slot_users(uid, workers: int) -> list[int]:
+    """Every run user one check with `workers` workers uses: its runs' both sides and its collector."""
+    return ([uid(engine.tests_slot(k)) for k in range(workers)] + [uid(engine.impl_slot(k)) for k in range(workers)]
+            + [uid(engine.collector_slot(workers))])
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 8])
+def test_the_slots_of_two_checks_at_once_never_share_a_run_user(workers):
+    """Every slot a check uses (both sides of each worker's run, the
+    collector) lies inside its slot_count, no two the same; and two checks
+    holding their blocks at once get disjoint users.  The old formula, a
+    base of 2 * workers * (pid % 400), fails this: the collector's slot of
+    one check was the first tests slot of the check whose pid was one more."""
+    count = engine.slot_count(workers)
+    indices = slot_users(lambda index: index, workers)
+    assert sorted(indices) == list(range(count)), indices
+    if os.geteuid() != 0:
+        pytest.skip("run users are switched to (and blocks held) only as root")
+    first, second = confine.UidBlock(count), confine.UidBlock(count)
+    try:
+        assert not set(slot_users(first.uid, workers)) & set(slot_users(second.uid, workers))
+    finally:
+        first.close()
+        second.close()
+    pid = 4242
+    old_first = set(slot_users(lambda index: old_formula_uid(workers, pid, index), workers))
+    old_second = set(slot_users(lambda index: old_formula_uid(workers, pid + 1, index), workers))
+    assert old_first & old_second, "the old formula is the attack this test must be able to see"
 
 
 # ---- where namespaces are refused (Docker's default, as on Gradescope) ---------------------

@@ -47,9 +47,10 @@ from ol.grading import confine, protocol
 
 EXIT_THREADS = 5
 
-_CLONE_NEWUSER = 0x10000000
-_RUN_NAMESPACES = _CLONE_NEWUSER | 0x00020000 | 0x40000000 | 0x08000000 | 0x20000000  # user, mount, net, IPC, pid
-_CAP_VERSION_3 = 0x20080522
+# each run's own user, mount, network, IPC and pid namespaces
+RUN_NAMESPACES = (confine.CLONE_NEWUSER | confine.CLONE_NEWNS | confine.CLONE_NEWNET | confine.CLONE_NEWIPC
+                  | confine.CLONE_NEWPID)
+GLIBC_RESERVED_SIGNALS = (32, 33)   # the C library's own (NPTL): signal() refuses them
 
 
 def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits) -> int:
@@ -74,7 +75,12 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     unshare, mount, prctl, capset, munmap = libc.unshare, libc.mount, libc.prctl, libc.capset, libc.munmap
     munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
     max_fd = limits.open_files
-    cap_header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
+    run_namespaces, run_fault = RUN_NAMESPACES, confine.RUN_FAULT
+    ms_rec_private = confine.MS_REC | confine.MS_PRIVATE
+    ms_tmp, ms_shm = confine.MS_NOSUID | confine.MS_NODEV, confine.MS_NOSUID | confine.MS_NODEV | confine.MS_NOEXEC
+    pr_set_pdeathsig = confine.PR_SET_PDEATHSIG
+    sigkill = int(_signal.SIGKILL)
+    cap_header = (ctypes.c_uint32 * 2)(confine.CAP_VERSION_3, 0)
     no_caps = (ctypes.c_uint32 * 6)()
     ancillary = socket.CMSG_SPACE(3 * 4)
     rdonly, wronly = os.O_RDONLY, os.O_WRONLY
@@ -82,12 +88,18 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                   (resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files)),
                   (resource.RLIMIT_FSIZE, (limits.file_size, limits.file_size))]
     rlimit_cpu = resource.RLIMIT_CPU
-    catchable = [n for n in range(1, 65) if n not in (9, 19, 32, 33)]
-    sig_dfl, sig_ign, sigpipe = 0, 1, 13
+    uncatchable = (int(_signal.SIGKILL), int(_signal.SIGSTOP), *GLIBC_RESERVED_SIGNALS)
+    catchable = [n for n in range(1, int(_signal.NSIG)) if n not in uncatchable]
+    sig_dfl, sig_ign, sigpipe = int(_signal.SIG_DFL), int(_signal.SIG_IGN), int(_signal.SIGPIPE)
     uid_map = f"{getuid()} {getuid()} 1".encode()
     gid_map = f"{getgid()} {getgid()} 1".encode()
     control = socket.socket(fileno=control_fd)
-    sys.addaudithook(_refuse_more_hooks)
+    # The hook stays registered after collection, when the suite may have rewritten it: its
+    # code and defaults are put back (by C setters bound here) before the loop begins.
+    hook, set_code, set_defaults = _refuse_more_hooks, type(_refuse_more_hooks).__code__.__set__, \
+        type(_refuse_more_hooks).__defaults__.__set__
+    hook_code, hook_defaults = hook.__code__, hook.__defaults__
+    sys.addaudithook(hook)
 
     collected = collect()                       # <- the suite's code runs here
     if isinstance(collected[0], int):
@@ -97,6 +109,8 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
         return collected[0]
     items, test_ids = collected
     # ---- from here on: only the names bound above -------------------------------------------
+    set_code(hook, hook_code)
+    set_defaults(hook, hook_defaults)
     settrace(None)
     setprofile(None)
     for number in catchable:
@@ -108,7 +122,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     for entry in listdir("/proc"):             # no process started while collecting lives on
         if entry.isdigit() and int(entry) not in (1, me):
             try:
-                kill(int(entry), 9)
+                kill(int(entry), sigkill)
             except OSError:
                 pass
     if len(listdir("/proc/self/task")) != 1:
@@ -169,7 +183,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                     for run_id, pid, _ in runs.values():
                         if run_id == victim:
                             try:
-                                kill(pid, 9)
+                                kill(pid, sigkill)
                             except OSError:
                                 pass
                     continue
@@ -189,24 +203,24 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                 pid = fork()
                 if pid == 0:
                     # ---- one run: fresh namespaces of its own, then the suite --------------
-                    code = 70
+                    code = run_fault
                     try:
                         if memory >= 0:                   # the run's memory group, before anything else
                             write(memory, b"0")
-                        if unshare(_RUN_NAMESPACES) != 0:
-                            exit_(70)
+                        if unshare(run_namespaces) != 0:
+                            exit_(run_fault)
                         for path, text in ((b"/proc/self/setgroups", b"deny"), (b"/proc/self/uid_map", uid_map),
                                            (b"/proc/self/gid_map", gid_map)):
                             fd = open_(path, wronly)
                             write(fd, text)
                             close(fd)
                         for source, target, kind_, flags, options in (
-                            (b"none", b"/", None, 16384 | (1 << 18), None),                  # MS_REC | MS_PRIVATE
-                            (b"tmpfs", b"/tmp", b"tmpfs", 2 | 4, b"size=512m,mode=0700"),    # fresh, this run's only
-                            (b"tmpfs", b"/dev/shm", b"tmpfs", 2 | 4 | 8, b"size=64m,mode=0700"),
+                            (b"none", b"/", None, ms_rec_private, None),
+                            (b"tmpfs", b"/tmp", b"tmpfs", ms_tmp, b"size=512m,mode=0700"),    # fresh, this run's only
+                            (b"tmpfs", b"/dev/shm", b"tmpfs", ms_shm, b"size=64m,mode=0700"),
                         ):  # the kit is read-only already: the collector's own confinement made it so
                             if mount(source, target, kind_, flags, options) != 0:
-                                exit_(70)
+                                exit_(run_fault)
                         first = fork()                    # pid 1 of the run's own pid namespace
                         if first != 0:
                             _, status, usage = wait4(first, 0)
@@ -215,9 +229,9 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                             write(status_write, to_bytes(code, 4, byte_order, signed=True)
                                   + to_bytes(cpu_ms, 4, byte_order))
                             exit_(code)
-                        prctl(1, 9, 0, 0, 0)              # PR_SET_PDEATHSIG: SIGKILL when its guard goes
+                        prctl(pr_set_pdeathsig, sigkill, 0, 0, 0)   # SIGKILL when its guard goes
                         if capset(cap_header, no_caps) != 0:
-                            exit_(70)
+                            exit_(run_fault)
                         # shared memory mapped while collecting would join every run: unmap it
                         maps = open_(b"/proc/self/maps", rdonly)
                         listing = b""
@@ -254,6 +268,9 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                 statuses[status_read] = guard
 
 
-def _refuse_more_hooks(event: str, args: tuple) -> None:
+def _refuse_more_hooks(event: str, args: tuple, refusal=RuntimeError) -> None:
+    """The audit hook that keeps the suite's own out (a RuntimeError makes
+    sys.addaudithook skip the new hook).  It names nothing global: its code
+    and defaults are restored after collection, its globals are not."""
     if event == "sys.addaudithook":
-        raise RuntimeError("graded tests may not add audit hooks")
+        raise refusal("graded tests may not add audit hooks")

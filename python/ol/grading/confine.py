@@ -66,16 +66,20 @@ RUN_UID_BASE = 610000         # the runs' unprivileged users: blocks of UID_BLOC
 UID_BLOCK = 64
 UID_BLOCKS = 1000
 UID_LOCKS = ("/run/lock", "/var/lock", "/tmp")   # where the blocks in use are locked (machine-wide)
+RUN_FAULT = os.EX_SOFTWARE   # 70: a run could not be set up or confined: the grader's fault, never a verdict
 KIT = "/kit"                  # inside the sandbox: the files a run may read
 RUNTIME = "/opt/tinyllm-ol"   # inside the sandbox: the `ol` package, read-only
 
-_CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-_CLONE_NEWPID, _CLONE_NEWNET = 0x20000000, 0x40000000
-_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
-_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
-_CLONE_NEWUSER = 0x10000000
-_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER, _PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
-_CAP_VERSION_3 = 0x20080522
+# Linux's flags for unshare(2), mount(2), prctl(2) and capset(2), as <sched.h>,
+# <sys/mount.h>, <linux/prctl.h> and <linux/capability.h> define them (public:
+# the collector binds them before the suite's code runs)
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+CLONE_NEWUSER = 0x10000000
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
+CAP_VERSION_3 = 0x20080522
 
 
 class ConfinementError(Exception):
@@ -318,7 +322,7 @@ def _call(name: str, *args) -> None:
 def set_subreaper() -> None:
     """Orphans of this process's descendants come back to it (Linux)."""
     if sys.platform.startswith("linux"):
-        _call("prctl", _PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        _call("prctl", PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def run_confined(body, *, mode: str, user: int, limits: Limits, keep_fds: dict[int, int], fault_fd: int,
@@ -346,7 +350,7 @@ def run_confined(body, *, mode: str, user: int, limits: Limits, keep_fds: dict[i
         _guard(body, mode, user, limits, keep_fds, fault_fd, scratch, dumpable, memory_fd, readable)
     except BaseException as error:
         _report_fault(fault_fd, error)
-        os._exit(70)
+        os._exit(RUN_FAULT)
 
 
 def join_memory_group(memory_fd: int) -> None:
@@ -364,14 +368,14 @@ def _guard(body, mode, user, limits, keep_fds, fault_fd, scratch, dumpable, memo
     uid = run_uid(user) if mode != UNCONFINED else None
     private = None
     if confined:
-        _call("unshare", _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS)
-        _call("mount", b"none", b"/", None, _MS_REC | _MS_PRIVATE, None)
-        _call("mount", KIT.encode(), KIT.encode(), None, _MS_BIND | _MS_REC, None)
-        _call("mount", b"none", KIT.encode(), None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV, None)
+        _call("unshare", CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+        _call("mount", b"none", b"/", None, MS_REC | MS_PRIVATE, None)
+        _call("mount", KIT.encode(), KIT.encode(), None, MS_BIND | MS_REC, None)
+        _call("mount", b"none", KIT.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
         owner = f",uid={uid},gid={uid}" if uid is not None else ""
-        _call("mount", b"tmpfs", b"/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV, f"size=512m,mode=0700{owner}".encode())
+        _call("mount", b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, f"size=512m,mode=0700{owner}".encode())
         if os.path.isdir("/dev/shm"):
-            _call("mount", b"tmpfs", b"/dev/shm", b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, b"size=64m,mode=1777")
+            _call("mount", b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"size=64m,mode=1777")
     else:
         set_subreaper()
         scratch.mkdir(parents=True, exist_ok=True)
@@ -386,7 +390,7 @@ def _guard(body, mode, user, limits, keep_fds, fault_fd, scratch, dumpable, memo
                   readable=(*readable, private) if private else readable)
         except BaseException as error:
             _report_fault(fault_fd, error)
-            os._exit(70)
+            os._exit(RUN_FAULT)
     _, status = os.waitpid(init, 0)
     if not confined:
         kill_descendants()
@@ -398,19 +402,19 @@ def _guard(body, mode, user, limits, keep_fds, fault_fd, scratch, dumpable, memo
 
 def _init(body, mode, user, limits, keep_fds, fault_fd, dumpable, guard: int, readable: tuple) -> None:
     if sys.platform.startswith("linux"):
-        _call("prctl", _PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        _call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != guard:
-            os._exit(70)  # the guard died before we could follow it
+            os._exit(RUN_FAULT)  # the guard died before we could follow it
     if mode == CONFINED:
-        _call("mount", b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
+        _call("mount", b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
     run = os.fork()
     if run == 0:
         try:
             enter_run(mode, user, limits, dumpable=dumpable, readable=readable)
         except BaseException as error:
             _report_fault(fault_fd, error)
-            os._exit(70)
-        code = 70
+            os._exit(RUN_FAULT)
+        code = RUN_FAULT
         try:
             code = body(move_fds(keep_fds))
         finally:
@@ -429,7 +433,7 @@ def run_plain(body, *, limits: Limits, keep_fds: dict[int, int], memory_fd: int 
     pid = os.fork()
     if pid:
         return pid
-    code = 70
+    code = RUN_FAULT
     try:
         join_memory_group(memory_fd)
         _set_limits(limits, user_of_its_own=False)
@@ -466,11 +470,11 @@ def enter_run(mode: str, user: int, limits: Limits, *, dumpable: bool = False, r
     if sys.platform.startswith("linux"):
         if mode != UNCONFINED:
             syscalls.join_fresh_session_keyring()
-        _call("prctl", _PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        _call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
         if mode == CONFINED and not dumpable:
             _own_user_namespace()
         if dumpable:
-            _call("prctl", _PR_SET_DUMPABLE, 1, 0, 0, 0)
+            _call("prctl", PR_SET_DUMPABLE, 1, 0, 0, 0)
         if mode == BY_UID:
             system = ["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/dev/urandom", "/dev/random",
                       "/dev/zero"]
@@ -487,13 +491,13 @@ def _own_user_namespace() -> None:
     capabilities in it.  What the kernel keys by user (the per-user
     keyrings, their quota) lives in the namespace and dies with the run."""
     uid, gid = os.getuid(), os.getgid()
-    _call("prctl", _PR_SET_DUMPABLE, 1, 0, 0, 0)   # /proc/self/*_map stay ours to write after setuid
-    _call("unshare", _CLONE_NEWUSER)
+    _call("prctl", PR_SET_DUMPABLE, 1, 0, 0, 0)   # /proc/self/*_map stay ours to write after setuid
+    _call("unshare", CLONE_NEWUSER)
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
         with open(f"/proc/self/{name}", "w") as f:
             f.write(text)
-    _call("prctl", _PR_SET_DUMPABLE, 0, 0, 0, 0)
-    header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
+    _call("prctl", PR_SET_DUMPABLE, 0, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(CAP_VERSION_3, 0)
     _call("capset", header, (ctypes.c_uint32 * 6)())
 
 

@@ -109,6 +109,31 @@ class Outcome:
     impl_cpu_seconds: float | None = None    # the same for the implementation run
 
 
+# ---- slots: one run user and one memory group each ----------------------------------------
+#
+# A check with w workers has slot_count(w) = 2w + 1 slots, numbered from 0 within its own
+# block of run users (confine.UidBlock: no two checks on a machine share one): worker k's
+# tests run takes 2k, its implementation run 2k + 1, and the shared mode's collector 2w.
+
+SIDES_PER_RUN = 2   # a tests run and an implementation run
+
+
+def tests_slot(worker: int) -> int:
+    return SIDES_PER_RUN * worker
+
+
+def impl_slot(worker: int) -> int:
+    return SIDES_PER_RUN * worker + 1
+
+
+def collector_slot(workers: int) -> int:
+    return SIDES_PER_RUN * workers
+
+
+def slot_count(workers: int) -> int:
+    return collector_slot(workers) + 1
+
+
 # ---- one warm process --------------------------------------------------------------------
 
 
@@ -169,7 +194,7 @@ class _Sandbox:
     def drain_stderr(self) -> None:
         try:
             while chunk := os.read(self.process.stderr.fileno(), 65536):
-                if len(self.stderr) < 1 << 20:
+                if len(self.stderr) < protocol.MAX_REPORT_BYTES:
                     self.stderr.extend(chunk)
         except (BlockingIOError, OSError, ValueError):
             pass
@@ -299,10 +324,6 @@ class Engine:
         self.memory: MemoryBound | None = None
         self.runtime = confine.RUNTIME if mode == confine.CONFINED else str(OL_PACKAGE.parent)
 
-    # users and memory groups by slot: the tests' side 2 * slot, the implementation's 2 * slot + 1,
-    # the shared mode's collector 2 * workers
-    def _slots(self) -> int:
-        return 2 * self.workers + 1
 
     def user(self, index: int) -> int:
         return self.users.uid(index)
@@ -316,8 +337,8 @@ class Engine:
 
     def __enter__(self) -> Engine:
         try:
-            self.users = confine.UidBlock(self._slots())
-            self.memory = MemoryBound.make(self._slots(), self.wanted_limits.memory,
+            self.users = confine.UidBlock(slot_count(self.workers))
+            self.memory = MemoryBound.make(slot_count(self.workers), self.wanted_limits.memory,
                                            per_user=os.geteuid() == 0 and self.mode != confine.UNCONFINED)
             self.limits = self.memory.limits(self.wanted_limits)
             if self.mode != confine.CONFINED:
@@ -438,7 +459,7 @@ class Engine:
         side = tests
         try:
             impl.start_run(run.id, dataclasses.replace(run.impl, cpu_seconds=run.cpu_seconds), ours,
-                           self.user(2 * slot + 1), self.memory_fd(2 * slot + 1))
+                           self.user(impl_slot(slot)), self.memory_fd(impl_slot(slot)))
             if self.sharing == "shared" and request.mode == "grade":
                 side = self._collector(tests, run.time_limit)
                 if side.problem == {"problem": "isolate"}:
@@ -449,7 +470,7 @@ class Engine:
                     item = _Active(run, slot, side)
                     self._done(item, True, {"exit": side.problem_exit, "report": [side.problem]}, impl)
                     return item
-            side.start_run(run.id, request, theirs, self.user(2 * slot), self.memory_fd(2 * slot))
+            side.start_run(run.id, request, theirs, self.user(tests_slot(slot)), self.memory_fd(tests_slot(slot)))
         finally:
             ours.close()
             theirs.close()
@@ -458,7 +479,7 @@ class Engine:
     def _collector(self, tests: _Sandbox, time_limit: float) -> _CollectorLink:
         """The local check's collected suite, started on first use."""
         if self.link is None:
-            index = 2 * self.workers
+            index = collector_slot(self.workers)
             self.link = _CollectorLink(tests, self.user(index), self.memory_fd(index), time_limit)
         return self.link
 
@@ -631,7 +652,7 @@ class _CollectorLink:
 
     def _frames(self) -> list[protocol.Frame]:
         try:
-            chunk = self.control.recv(1 << 20)
+            chunk = self.control.recv(protocol.MAX_REPORT_BYTES)
         except OSError:
             chunk = b""
         if not chunk:

@@ -99,8 +99,8 @@ def main_once(control_fd: int) -> None:
         confine.enter_run(role.mode, request.user, role.limits_for(request), readable=role.readable)
     except BaseException as error:  # our own setup: an internal fault
         _send_safely(control, {"event": "fault", "detail": f"setup failed: {_traceback(error)}"})
-        os._exit(70)
-    code = 70
+        os._exit(confine.RUN_FAULT)
+    code = confine.RUN_FAULT
     try:
         confine.move_fds({fds[0]: CHANNEL_FD, control.fileno(): REPORT_FD})
         code = role.run_reporting(request)
@@ -326,12 +326,15 @@ class Role:
 
     def run_reporting(self, request) -> int:
         """run(request); an exception of ours (not of the code under test,
-        which run() handles) is written to the report and exits 70."""
+        which run() handles) is written to the report and exits
+        confine.RUN_FAULT."""
+        from ol.grading.confine import RUN_FAULT
+
         try:
             return self.run(request)
         except BaseException as error:
             _Report(REPORT_FD).send(internal=_traceback(error))
-            return 70
+            return RUN_FAULT
 
     @staticmethod
     def for_setup(header: dict, buffers: list) -> Role:
