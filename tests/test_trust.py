@@ -25,8 +25,6 @@ gives the process model and the threat model these tests hold it to).
                  confine every run (by uid): no pass, no gain, nothing left.
                  `ol grade` gives the gallery nothing in either mode (the
                  Gradescope bundle: tests/test_class_grading.py).
-    portability  one full check with the spawn start method (no fork in the
-                 process model) grades as the fork one does.
 
 The gallery grades against a sample of the counted mutants (every pitfall,
 the correct implementations and their repeats are all there): what it
@@ -1084,21 +1082,3 @@ def test_ol_grade_gives_the_gallery_nothing(where, tmp_path):
                                                             *[f"{c}.json" for c in GALLERY]])
     assert repository_files() == before_repo and vote_keys() == before_keys
     assert not run_users() and not files_of_run_users("/tmp", "/var/tmp", "/dev/shm")
-
-
-# ---- portability ------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_a_full_check_with_the_spawn_start_method_grades_as_the_fork_one_does(tmp_path):
-    """No fork in the process model (as on macOS and Windows): every run is a
-    fresh interpreter.  Same verdicts, the whole mutant set."""
-    session = GradingSession(ROOT, "L7.3")
-    suite = ROOT / "tests/calibration/l7-3-suite-c"
-    spawned = check_module(ROOT, "L7.3", tests=suite, course_tests=False, session=session, start_method="spawn",
-                           time_limit=60)
-    forked = check_module(ROOT, "L7.3", tests=suite, course_tests=False, session=session, sharing="isolated")
-    assert spawned.reason is None and forked.reason is None, (spawned.reason, spawned.problems)
-    assert (spawned.killed, spawned.counted, spawned.passed) == (forked.killed, forked.counted, forked.passed)
-    assert [s.id for s in spawned.survivors] == [s.id for s in forked.survivors]
-    assert json.dumps([p.killed for p in spawned.pitfalls]) == json.dumps([p.killed for p in forked.pitfalls])

@@ -95,7 +95,6 @@ def check_module(
     time_limit: float = 60.0,
     on_event: Callable[[dict], None] | None = None,
     mode: str | None = None,
-    start_method: str = "fork",
     sharing: str = "isolated",
     session: GradingSession | None = None,
     verdict_cache: Path | None = None,
@@ -142,7 +141,7 @@ def check_module(
 
     try:
         with session.engine({"student": tests}, course=course_tests and kept_course is None, workers=workers,
-                            mode=result.confinement, start_method=start_method, sharing=sharing,
+                            mode=result.confinement, sharing=sharing,
                             limits=limits) as engine:
             result.memory_bound = engine.memory_bound()
             grader = Grader(session, engine, time_limit=time_limit, on_event=on_event)

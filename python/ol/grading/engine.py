@@ -12,11 +12,6 @@ the tests run's exit status as its warm parent saw it, or the deadline that
 this process measured passing first.  Nothing a run writes can name the job
 it belongs to: the mapping from run to job lives here only.
 
-With start_method="spawn" there are no warm processes and no fork: every run
-is a fresh interpreter (in its own bwrap when confined) that sets itself up,
-runs once and exits; its exit status is observed by this process directly.
-Slower, and what macOS and Windows laptops would use.
-
 Time: a run's time_limit is processor time, per process, enforced by the
 kernel (RLIMIT_CPU), so a verdict does not depend on how loaded the machine
 is; this process's own clock stops a run only at WALL_FACTOR times that (a
@@ -140,12 +135,11 @@ def slot_count(workers: int) -> int:
 class _Sandbox:
     """A process running ol.grading.zygote, in bwrap when confined."""
 
-    def __init__(self, setup: Setup, mode: str, hidden: Path, limits: confine.Limits, runtime: str,
-                 spawn_once: bool = False):
+    def __init__(self, setup: Setup, mode: str, hidden: Path, limits: confine.Limits, runtime: str):
         self.setup, self.mode, self.runtime = setup, mode, runtime
         ours, theirs = socket.socketpair()
         boot = (f"import sys; sys.path.insert(0, {runtime!r}); "
-                f"from ol.grading.zygote import {'main_once' if spawn_once else 'main'} as m; m({theirs.fileno()})")
+                f"from ol.grading.zygote import main; main({theirs.fileno()})")
         command = [sys.executable, "-c", boot]
         env = dict(setup.header.get("env", {}), OL_ROLE=setup.role)   # names the sandbox in `ps`
         if mode == confine.CONFINED:
@@ -301,20 +295,17 @@ class Engine:
     """
 
     def __init__(self, tests: Setup | None, impl: Setup, *, mode: str, hidden: Path, workers: int = 2,
-                 start_method: str = "fork", sharing: str = "isolated", course: Setup | None = None,
-                 limits: confine.Limits | None = None):
-        if start_method not in ("fork", "spawn"):
-            raise ValueError(f"start_method must be 'fork' or 'spawn', got {start_method!r}")
+                 sharing: str = "isolated", course: Setup | None = None, limits: confine.Limits | None = None):
         if mode not in confine.MODES:
             raise ValueError(f"mode must be one of {', '.join(confine.MODES)}; got {mode!r}")
-        if sharing not in ("isolated", "shared") or (sharing == "shared" and (start_method != "fork" or mode != confine.CONFINED)):
-            raise ValueError(f"sharing must be 'isolated', or 'shared' with the fork start method, confined; got {sharing!r}")
+        if sharing not in ("isolated", "shared") or (sharing == "shared" and mode != confine.CONFINED):
+            raise ValueError(f"sharing must be 'isolated', or 'shared' confined; got {sharing!r} ({mode})")
         self.sharing = sharing
         self.link: _CollectorLink | None = None
         # tests: the student's suites; course: the course tests (their own sandbox, since it may
         # hold what a student's suite must never see: the reference, for diagnosing failures)
         self.setups = {role: setup for role, setup in (("tests", tests), ("impl", impl), ("course", course)) if setup}
-        self.mode, self.workers, self.start_method = mode, max(1, workers), start_method
+        self.mode, self.workers = mode, max(1, workers)
         self.hidden = Path(hidden)   # the repository: never visible in a sandbox
         self.kit = None              # outside the namespace mode: a private folder of the host for the kits
         self.sandboxes: dict[str, _Sandbox] = {}
@@ -345,20 +336,16 @@ class Engine:
                 self.kit = make_scratch(self.mode)
                 if self.mode == confine.BY_UID:
                     self.runtime = runtime_copy(self.kit)
-            if self.start_method == "fork":
-                for role, setup in self.setups.items():
-                    self.sandboxes[role] = self._sandbox(setup)
-                for role, sandbox in self.sandboxes.items():
-                    sandbox.send_setup(self._kit_for(role))
-                for sandbox in self.sandboxes.values():
-                    self._await_ready(sandbox)
+            for role, setup in self.setups.items():
+                self.sandboxes[role] = _Sandbox(setup, self.mode, self.hidden, self.limits, self.runtime)
+            for role, sandbox in self.sandboxes.items():
+                sandbox.send_setup(self._kit_for(role))
+            for sandbox in self.sandboxes.values():
+                self._await_ready(sandbox)
         except BaseException:
             self.close()
             raise
         return self
-
-    def _sandbox(self, setup: Setup, spawn_once: bool = False) -> _Sandbox:
-        return _Sandbox(setup, self.mode, self.hidden, self.limits, self.runtime, spawn_once=spawn_once)
 
     def __exit__(self, *exc) -> None:
         self.close()
@@ -393,8 +380,6 @@ class Engine:
 
     def run(self, runs: list[Run], on_done: Callable[[Run, Outcome], None] | None = None) -> dict[int, Outcome]:
         """Every run's outcome, by id.  Raises EngineFault if a sandbox fails."""
-        if self.start_method == "spawn":
-            return self._run_spawned(runs, on_done)
         pending = list(runs)
         active: dict[int, _Active] = {}
         free_slots = list(range(self.workers))
@@ -482,114 +467,6 @@ class Engine:
             index = collector_slot(self.workers)
             self.link = _CollectorLink(tests, self.user(index), self.memory_fd(index), time_limit)
         return self.link
-
-    # ---- spawn: one fresh interpreter per side per run ------------------------------------
-
-    def _run_spawned(self, runs: list[Run], on_done) -> dict[int, Outcome]:
-        outcomes: dict[int, Outcome] = {}
-        pending = list(runs)
-        active: list[tuple[Run, _Spawned, _Spawned, int]] = []
-        free_slots = list(range(self.workers))
-        while pending or active:
-            while pending and free_slots:
-                run, slot = pending.pop(0), free_slots.pop(0)
-                ours, theirs = socket.socketpair()
-                request = run.tests() if callable(run.tests) else run.tests
-                role = "course" if request.suite == "course" and "course" in self.setups else "tests"
-                impl = _Spawned(self._sandbox(self.setups["impl"], spawn_once=True),
-                                dataclasses.replace(run.impl, cpu_seconds=run.cpu_seconds), ours,
-                                self.user(2 * slot + 1), self.memory_fd(2 * slot + 1), self._kit_for(f"impl-{run.id}"))
-                tests = _Spawned(self._sandbox(self.setups[role], spawn_once=True),
-                                 dataclasses.replace(request, cpu_seconds=run.cpu_seconds), theirs,
-                                 self.user(2 * slot), self.memory_fd(2 * slot), self._kit_for(f"tests-{run.id}"))
-                ours.close(), theirs.close()
-                active.append((run, tests, impl, slot))
-            time.sleep(0.005)
-            for entry in list(active):
-                run, tests, impl, slot = entry
-                setup_deadline = time.monotonic() + READY_TIMEOUT if tests.started_at is None else 0
-                impl.poll(setup_deadline, float("inf")) if impl.exit is None and impl.fault is None else None
-                if not tests.poll(setup_deadline, run.deadline):
-                    continue
-                stopped = impl.exit is None
-                impl.stop()
-                tests.stop()
-                outcome = Outcome(run.id, exit=tests.exit, timed_out=tests.exit is None and tests.fault is None,
-                                  seconds=time.monotonic() - (tests.started_at or time.monotonic()),
-                                  report=tests.report, impl_exit=impl.exit, impl_report=impl.report,
-                                  impl_stopped=stopped, fault=tests.fault or impl.fault)
-                active.remove(entry)
-                free_slots.append(slot)
-                outcomes[run.id] = outcome
-                if outcome.fault:
-                    raise EngineFault(outcome.fault)
-                if on_done is not None:
-                    on_done(run, outcome)
-        return outcomes
-
-
-class _Spawned:
-    """One side of one run under the spawn start method: a fresh interpreter
-    that sets up, becomes the run and exits.  Its exit status is observed
-    here, as its parent."""
-
-    def __init__(self, sandbox: _Sandbox, request: RunRequest, channel: socket.socket, user: int,
-                 memory_fd: int, kit: str):
-        self.request, self.user, self.memory_fd, self.kit = request, user, memory_fd, kit
-        self.sandbox = sandbox
-        self.sandbox.send_setup(kit)
-        self.channel = channel.dup()
-        self.started_at: float | None = None
-        self.exit: int | None = None
-        self.fault: str | None = None
-        self.report: list[dict] = []
-        self.raw = bytearray()
-
-    def poll(self, setup_deadline: float, time_limit: float) -> bool:
-        """True once this side has ended (or was stopped at its deadline)."""
-        sandbox = self.sandbox
-        if self.started_at is None:
-            ready, _, _ = select.select([sandbox.control], [], [], 0)
-            if ready:
-                message = sandbox.receive()
-                if message.get("event") != "ready":
-                    self.fault = sandbox.died(message.get("detail", "its setup failed"))
-                    return True
-                sandbox.start_run(0, self.request, self.channel, self.user, self.memory_fd)
-                self.channel.close()
-                self.started_at = time.monotonic()
-            elif time.monotonic() > setup_deadline:
-                self.fault = sandbox.died(f"it was not ready after {READY_TIMEOUT:.0f} s")
-                return True
-            return False
-        self._read_report()
-        code = sandbox.process.poll()
-        if code is not None:
-            self._read_report()
-            self.exit = 128 - code if code < 0 else code
-            return True
-        if time.monotonic() > self.started_at + time_limit:
-            self.stop()
-            return True
-        return False
-
-    def _read_report(self) -> None:
-        try:
-            while chunk := self.sandbox.control.recv(65536, socket.MSG_DONTWAIT):
-                if len(self.raw) < protocol.MAX_REPORT_BYTES:
-                    self.raw.extend(chunk)
-        except (BlockingIOError, OSError):
-            pass
-
-    def stop(self) -> None:
-        stop_process(self.sandbox.process)
-        self._read_report()
-        self.report = protocol.parse_report(self.raw)
-        self.sandbox.control.close()
-        if self.sandbox.process.stderr is not None:
-            self.sandbox.process.stderr.close()
-        if self.kit and self.sandbox.mode != confine.CONFINED:
-            shutil.rmtree(self.kit, ignore_errors=True)
 
 
 class _CollectorLink:

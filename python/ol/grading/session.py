@@ -215,12 +215,12 @@ class GradingSession:
         return Setup("impl", header, {})
 
     def engine(self, suites: dict[str, Path], *, course: bool = True, workers: int = 2, mode: str | None = None,
-               start_method: str = "fork", sharing: str = "isolated", limits: confine.Limits | None = None) -> Engine:
+               sharing: str = "isolated", limits: confine.Limits | None = None) -> Engine:
         """An Engine for these suites of the student's (none: course tests
         only), and the course tests unless course=False (not started: use it
         in a `with`)."""
         return Engine(self.tests_setup(suites) if suites else None, self.impl_setup(), mode=mode or default_mode(),
-                      hidden=self.root, workers=workers, start_method=start_method, sharing=sharing,
+                      hidden=self.root, workers=workers, sharing=sharing,
                       course=self.course_setup() if course else None, limits=limits)
 
     def fingerprint(self) -> str:

@@ -78,36 +78,6 @@ def main(control_fd: int) -> None:
         os._exit(0)
 
 
-def main_once(control_fd: int) -> None:
-    """The spawn start method: set up, take one run request, become that run
-    (no fork), exit with its status.  Reports go back on the control socket."""
-    from ol.grading import confine
-    from ol.grading.wire import send_message
-
-    control = socket.socket(fileno=control_fd)
-    try:
-        from ol.grading.protocol import RunRequest
-        from ol.grading.wire import recv_message
-
-        header, buffers = recv_message(control)
-        role = Role.for_setup(header, buffers)
-        send_message(control, {"event": "ready", "pid": os.getpid()})
-        header, fds = recv_message_with_fds(control)
-        request = RunRequest.from_header(header)
-        if len(fds) > 1:
-            confine.join_memory_group(fds[1])
-        confine.enter_run(role.mode, request.user, role.limits_for(request), readable=role.readable)
-    except BaseException as error:  # our own setup: an internal fault
-        _send_safely(control, {"event": "fault", "detail": f"setup failed: {_traceback(error)}"})
-        os._exit(confine.RUN_FAULT)
-    code = confine.RUN_FAULT
-    try:
-        confine.move_fds({fds[0]: CHANNEL_FD, control.fileno(): REPORT_FD})
-        code = role.run_reporting(request)
-    finally:
-        os._exit(code)
-
-
 def _traceback(error: BaseException) -> str:
     import traceback
 
