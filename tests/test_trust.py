@@ -921,6 +921,22 @@ def test_the_slots_of_two_checks_at_once_never_share_a_run_user(workers):
     assert old_first & old_second, "the old formula is the attack this test must be able to see"
 
 
+@pytest.mark.parametrize("how, code, said", [("exit", 3, "exit status 3"), ("signal", 128 + signal.SIGKILL, "signal 9"),
+                                             ("fault", confine.RUN_FAULT, "exit status 70")])
+def test_a_wait_status_reads_as_the_shells_exit_code_and_its_words(how, code, said):
+    """The kernel's wait status of a real child, against the shell's
+    convention (128 + signal) and the words every message uses."""
+    child = os.fork()
+    if child == 0:
+        if how == "signal":
+            os.kill(os.getpid(), signal.SIGKILL)
+        os._exit(3 if how == "exit" else confine.RUN_FAULT)
+    _, status = os.waitpid(child, 0)
+    assert confine.exit_code(status) == code
+    assert confine.describe_exit(confine.exit_code(status)) == said
+    assert confine.describe_exit(-signal.SIGKILL) == "signal 9", "a Popen returncode for a signal"
+
+
 # ---- where namespaces are refused (Docker's default, as on Gradescope) ---------------------
 
 DOCKER_DEFAULT = [sys.executable, str(ROOT / "tests" / "docker_default.py")]

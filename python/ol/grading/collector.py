@@ -162,7 +162,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                 if pipe >= 0:                     # the guard ended before it could tell
                     statuses.pop(pipe, None)
                     close(pipe)
-                if pipe != -1:
+                if pipe != -1:                    # confine.exit_code, on bound names only
                     code = (128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF
                     sendall(control, pack_done(frame_done, run_id, code, int((usage.ru_utime + usage.ru_stime) * 1000)))
                 continue
@@ -223,7 +223,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                                 exit_(run_fault)
                         first = fork()                    # pid 1 of the run's own pid namespace
                         if first != 0:
-                            _, status, usage = wait4(first, 0)
+                            _, status, usage = wait4(first, 0)   # code: confine.exit_code, inline
                             code = (128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF
                             cpu_ms = int((usage.ru_utime + usage.ru_stime) * 1000)
                             write(status_write, to_bytes(code, 4, byte_order, signed=True)

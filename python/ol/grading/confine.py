@@ -397,7 +397,7 @@ def _guard(body, mode, user, limits, keep_fds, fault_fd, scratch, dumpable, memo
         if uid is not None:
             kill_user(uid)
         shutil.rmtree(private, ignore_errors=True)
-    os._exit(_exit_code(status))
+    os._exit(exit_code(status))
 
 
 def _init(body, mode, user, limits, keep_fds, fault_fd, dumpable, guard: int, readable: tuple) -> None:
@@ -422,7 +422,7 @@ def _init(body, mode, user, limits, keep_fds, fault_fd, dumpable, guard: int, re
     while True:  # pid 1 of the run: reap everything until the run itself ends
         pid, status = os.waitpid(-1, 0)
         if pid == run:
-            os._exit(_exit_code(status))
+            os._exit(exit_code(status))
 
 
 def run_plain(body, *, limits: Limits, keep_fds: dict[int, int], memory_fd: int = -1) -> int:
@@ -607,9 +607,21 @@ def _address_space_now() -> int:
     return 1 << 30
 
 
-def _exit_code(status: int) -> int:
-    """A child's wait status as an exit code to pass on (128 + signal)."""
-    return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+def exit_code(wait_status: int) -> int:
+    """A child's wait status (os.waitpid) as the exit code to pass on: its
+    exit status, or 128 + the signal that ended it (the shell's convention)."""
+    return 128 + os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) else os.WEXITSTATUS(wait_status)
+
+
+def describe_exit(code: int | None) -> str:
+    """How a process ended, for a person: "exit status N", or "signal N"
+    for an exit_code of 128 + N or a negative Popen returncode -N; None
+    (no status yet): "still running"."""
+    if code is None:
+        return "still running"
+    if code < 0:
+        return f"signal {-code}"
+    return f"signal {code - 128}" if code > 128 else f"exit status {code}"
 
 
 def _report_fault(fault_fd: int, error: BaseException) -> None:

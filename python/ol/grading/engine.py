@@ -180,8 +180,7 @@ class _Sandbox:
         except subprocess.TimeoutExpired:
             pass
         self.drain_stderr()
-        code = self.process.poll()
-        status = f"exit status {code}" if code is not None and code >= 0 else f"signal {-code}" if code else "still running"
+        status = confine.describe_exit(self.process.poll())
         log = bytes(self.stderr).decode(errors="replace").strip()[-3000:]
         return f"the {self.setup.role} sandbox failed: {what} ({status})" + (f"; it said:\n{log}" if log else "")
 
@@ -607,7 +606,7 @@ class _CollectorLink:
             pass
 
     def ended(self, message: dict) -> str:
-        return (f"the process holding your collected tests ended (exit status {message.get('exit')})"
+        return (f"the process holding your collected tests ended ({confine.describe_exit(message.get('exit'))})"
                 + (f": {message['fault']}" if message.get("fault") else "")
                 + (f": {_lines_text(message.get('report', []))}" if message.get("report") else ""))
 

@@ -33,6 +33,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ol.grading.confine import describe_exit
 from ol.grading.engine import WALL_FACTOR, Engine, Outcome, Run
 from ol.grading.protocol import RunRequest
 from ol.grading.session import GradingFault, GradingSession, Variant
@@ -230,9 +231,8 @@ class Grader:
             return Verdict(key, PASSED, (), outcome.seconds)
         if outcome.exit == EXIT_FAILED:
             return Verdict(key, FAILED, failed, outcome.seconds)
-        how = f"signal {outcome.exit - 128}" if outcome.exit and outcome.exit > 128 else f"exit status {outcome.exit}"
         return Verdict(key, CRASHED, failed or ((running,) if running else ()), outcome.seconds,
-                       f"the test process ended ({how})" + (f" during {running}" if running else ""))
+                       f"the test process ended ({describe_exit(outcome.exit)})" + (f" during {running}" if running else ""))
 
     @staticmethod
     def _check_implementation(variant: Variant, outcome: Outcome) -> None:
@@ -248,7 +248,7 @@ class Grader:
             said = _merged(outcome.impl_report).get("internal", "")
             raise GradingFault(
                 f"the implementation process of {describe(variant.key)} ended on its own "
-                f"(exit status {outcome.impl_exit}) during a run: an internal fault of the grader, not a verdict"
+                f"({describe_exit(outcome.impl_exit)}) during a run: an internal fault of the grader, not a verdict"
                 + (f"\n{said}" if said else "")
             )
 

@@ -205,6 +205,8 @@ class Loop:
                     return
 
     def reap(self) -> None:
+        from ol.grading.confine import exit_code
+
         while self.runs:
             try:
                 pid, status, usage = os.wait4(-1, os.WNOHANG)
@@ -226,8 +228,7 @@ class Loop:
                         continue
                     os.close(fd)
                     fd = -1
-            code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-            self.done(run, code, usage.ru_utime + usage.ru_stime)
+            self.done(run, exit_code(status), usage.ru_utime + usage.ru_stime)
 
     def done(self, run: _Run, code: int, cpu: float) -> None:
         """The run's "done": its exit status, its processor time (the guard
