@@ -40,7 +40,7 @@ from pathlib import Path
 from ol.grading import confine, protocol
 from ol.grading.memory import MemoryBound
 from ol.grading.protocol import FrameReader, RunRequest
-from ol.grading.wire import PeerGone, WireError, recv_message, send_message
+from ol.grading.wire import PeerGone, WireError, read_available, recv_message, send_message
 
 OL_PACKAGE = Path(__file__).resolve().parents[1]   # the `ol` package: all a sandbox sees of the kit's code
 READY_TIMEOUT = 180.0    # seconds a warm process may take to import numpy, pytest and the rest
@@ -186,11 +186,10 @@ class _Sandbox:
 
     def drain_stderr(self) -> None:
         try:
-            while chunk := os.read(self.process.stderr.fileno(), 65536):
-                if len(self.stderr) < protocol.MAX_REPORT_BYTES:
-                    self.stderr.extend(chunk)
-        except (BlockingIOError, OSError, ValueError):
-            pass
+            fd = self.process.stderr.fileno()
+        except ValueError:   # closed already
+            return
+        read_available(fd, self.stderr)
 
     def start_run(self, run_id: int, request: RunRequest, channel: socket.socket, user: int,
                   memory_fd: int = -1) -> None:
@@ -570,7 +569,7 @@ class _CollectorLink:
         Raises SuiteBroke if the collector writes what is not a frame."""
         for run_id, (sock, data, _) in self.reports.items():
             if sock in ready:
-                self._drain(sock, data)
+                read_available(sock, data)
         if self.control not in ready:
             return []
         try:
@@ -584,7 +583,7 @@ class _CollectorLink:
             if frame.kind != protocol.FRAME_DONE or frame.run_id not in self.reports:
                 continue   # not a run in flight
             sock, data, _ = self.reports.pop(frame.run_id)
-            self._drain(sock, data)
+            read_available(sock, data)
             sock.close()
             report = protocol.parse_report(data)
             if frame.run_id in self.listed:
@@ -595,15 +594,6 @@ class _CollectorLink:
         if self.frames.broken:
             raise SuiteBroke(f"the process holding your collected tests wrote {self.frames.broken}")
         return messages
-
-    @staticmethod
-    def _drain(sock: socket.socket, data: bytearray) -> None:
-        try:
-            while chunk := sock.recv(65536):
-                if len(data) < protocol.MAX_REPORT_BYTES:
-                    data.extend(chunk)
-        except (BlockingIOError, OSError):
-            pass
 
     def ended(self, message: dict) -> str:
         return (f"the process holding your collected tests ended ({confine.describe_exit(message.get('exit'))})"

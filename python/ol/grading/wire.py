@@ -30,18 +30,20 @@ a call fail, never make the decoder run code or allocate without bound.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import struct
 from collections.abc import Callable
 
 import numpy as np
 
-from ol.grading.protocol import loads_bounded
+from ol.grading.protocol import MAX_REPORT_BYTES, loads_bounded
 
 MAX_MESSAGE_BYTES = 1 << 30       # 1 GiB: far above any RoPE test's arrays
 MAX_BUFFERS = 1 << 16
 MAX_DEPTH = 64
 MAX_JSON_DEPTH = 4 * MAX_DEPTH    # a value of depth MAX_DEPTH is at most this deep once tagged in JSON
+READ_CHUNK = 65536
 _NUMPY_TYPES = {name: getattr(np, name) for name in (
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64", "complex64", "complex128", "longdouble",
@@ -108,6 +110,31 @@ def _recv_exactly(sock: socket.socket, size: int, at_start: bool = False) -> byt
 
 
 Hook = Callable[[object, "Encoder"], object]
+
+
+def read_available(source: int | socket.socket, buffer: bytearray, limit: int = MAX_REPORT_BYTES, *,
+                   most: int | None = None) -> bool:
+    """Read what a non-blocking descriptor or socket holds now into `buffer`,
+    keeping at most `limit` bytes and dropping the rest (so a writer never
+    blocks on a full pipe), in at most `most` reads (None: until it would
+    block; a loop that serves others reads one chunk a round, so no writer
+    can hold it).  True once the writer has closed its end (or the source
+    failed): nothing more will come."""
+    read = source.recv if isinstance(source, socket.socket) else (lambda size: os.read(source, size))
+    reads = 0
+    try:
+        while most is None or reads < most:
+            reads += 1
+            chunk = read(READ_CHUNK)
+            if not chunk:
+                return True
+            if len(buffer) < limit:
+                buffer.extend(chunk[: limit - len(buffer)])
+    except (BlockingIOError, InterruptedError):
+        return False
+    except (OSError, ValueError):   # closed, or a descriptor that is gone: nothing more to read
+        return True
+    return False
 
 
 class Encoder:

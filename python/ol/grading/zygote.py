@@ -98,21 +98,14 @@ def _send_safely(control, message) -> None:
 
 class _Run:
     def __init__(self, run_id, guard: int, report_fd: int, fault_fd: int):
-        from ol.grading.protocol import MAX_REPORT_BYTES
-
         self.id, self.guard, self.report_fd, self.fault_fd = run_id, guard, report_fd, fault_fd
         self.report = bytearray()
         self.fault = bytearray()
         self.stopped = False     # killed on the observer's request
-        self.limit = MAX_REPORT_BYTES
 
-    def keep(self, name: str, chunk: bytes) -> bool:
-        """Keep what the run wrote, up to the protocol's bound; whether there
-        is room for more."""
-        buffer = self.report if name == "report_fd" else self.fault
-        if len(buffer) < self.limit:
-            buffer.extend(chunk[: self.limit - len(buffer)])
-        return len(buffer) < self.limit
+    def buffer(self, name: str) -> bytearray:
+        """Where what the run wrote on its pipe `name` ("report_fd", "fault_fd") is kept."""
+        return self.report if name == "report_fd" else self.fault
 
 
 class Loop:
@@ -190,22 +183,22 @@ class Loop:
         self.runs[guard] = _Run(header.get("id"), guard, report_read, fault_read)
 
     def drain(self, fd: int) -> None:
+        """One chunk of a run's pipe, kept up to the protocol's bound; closed
+        once its writer has."""
+        from ol.grading.wire import read_available
+
         for run in self.runs.values():
             for name in ("report_fd", "fault_fd"):
                 if getattr(run, name) == fd:
-                    try:
-                        chunk = os.read(fd, 65536)
-                    except BlockingIOError:
-                        return
-                    if not chunk:
+                    if read_available(fd, run.buffer(name), most=1):
                         os.close(fd)
                         setattr(run, name, -1)
-                    else:
-                        run.keep(name, chunk)
                     return
 
     def reap(self) -> None:
         from ol.grading.confine import exit_code
+        from ol.grading.protocol import MAX_REPORT_BYTES
+        from ol.grading.wire import READ_CHUNK, read_available
 
         while self.runs:
             try:
@@ -219,15 +212,9 @@ class Loop:
                 continue
             for name in ("report_fd", "fault_fd"):  # what is there now; a grandchild may hold the pipe
                 fd = getattr(run, name)
-                while fd >= 0:
-                    try:
-                        chunk = os.read(fd, 65536)
-                    except BlockingIOError:
-                        chunk = b""
-                    if chunk and run.keep(name, chunk):
-                        continue
+                if fd >= 0:                          # reads enough to fill the bound, no more
+                    read_available(fd, run.buffer(name), most=MAX_REPORT_BYTES // READ_CHUNK + 1)
                     os.close(fd)
-                    fd = -1
             self.done(run, exit_code(status), usage.ru_utime + usage.ru_stime)
 
     def done(self, run: _Run, code: int, cpu: float) -> None:
