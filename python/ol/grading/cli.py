@@ -60,11 +60,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx) -> int:
-    # One BLAS thread per process: runs are forked, and the suite's timing
-    # must not depend on how many run at once.  Set before numpy loads.
-    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(name, "1")
     from ol.grading import confine
+
+    confine.pin_blas_threads()   # before numpy loads
     from ol.grading.check import check_module
     from ol.grading.html_report import report_path
     from ol.grading.report import ProgressBar, to_json, to_text

@@ -82,6 +82,19 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS =
 CAP_VERSION_3 = 0x20080522
 
 
+# One BLAS thread per process: runs are forked, and a suite's timing must not
+# depend on how many run at once.  The libraries read it once, as numpy loads.
+ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def pin_blas_threads() -> None:
+    """ONE_BLAS_THREAD for this process and all it starts, where the caller
+    set nothing else; call it before numpy is imported (this module imports
+    no numpy, so it can)."""
+    for name, value in ONE_BLAS_THREAD.items():
+        os.environ.setdefault(name, value)
+
+
 class ConfinementError(Exception):
     """The sandbox could not be set up as asked."""
 

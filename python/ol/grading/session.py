@@ -33,7 +33,7 @@ COURSE_TESTS_SUPPORT = ("course/tests/conftest.py", "course/tests/golden.py", "c
 SKIPPED_FOLDERS = {"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints"}
 MAX_SUITE_BYTES = 16 << 20
 SANDBOX_ENV = {
-    "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    **confine.ONE_BLAS_THREAD,
     "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin",
 }
 # pytest as every graded run uses it: nothing written, no plugin that shells out or shuffles
