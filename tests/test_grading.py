@@ -23,7 +23,7 @@ from grading_suites.float16_blind import write_float16_blind_suite
 from kit import ROOT, copy_checkout, explain, processes_with, run_ol, snapshot
 from ol.catalog import load_catalog
 from ol.grading.check import check_module
-from ol.grading.engine import Run
+from ol.grading.scheduler import Run
 from ol.grading.html_report import to_html
 from ol.grading.mutants import _generate, build_mutant_set, load_pitfalls
 from ol.grading.protocol import RunRequest
@@ -230,7 +230,7 @@ def test_only_the_courses_own_code_killed_unasked_is_a_fault_of_the_grader():
     """SIGKILL of a process serving the course's code (nobody asked) is the
     grader's fault; of one serving the student's code (their rope.py, or in
     a student kit the "reference" and mutants made of it) it is behaviour."""
-    from ol.grading.engine import Outcome
+    from ol.grading.scheduler import Outcome
     from ol.grading.session import GradingFault
 
     killed = Outcome(1, exit=1, impl_exit=128 + 9)
@@ -636,7 +636,7 @@ def test_a_run_killed_at_its_processor_time_limit_is_a_timeout_not_a_crash():
     drops a signal its init does not handle), so on a quiet machine the
     SIGKILL is what ends an endless test.  Killed after using its limit is a
     timeout; killed before it is a crash."""
-    from ol.grading.engine import Outcome
+    from ol.grading.scheduler import Outcome
     from ol.grading.stages import CRASHED
 
     limit = 3.0

@@ -55,9 +55,9 @@ from hypothesis import strategies as st
 
 from kit import (ROOT, copy_checkout, explain, kill_group, processes_with, run_ol, sigint_as_at_a_terminal,
                  snapshot, virtual_environment)
-from ol.grading import confine, engine, protocol
+from ol.grading import confine, protocol, scheduler as engine
 from ol.grading.check import check_module
-from ol.grading.engine import Run
+from ol.grading.scheduler import Run
 from ol.grading.protocol import RunRequest
 from ol.grading.session import GradingFault, GradingSession, Variant
 from ol.grading.stages import Grader

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ol.grading import confine
-from ol.grading.engine import EngineFault, SuiteBroke
+from ol.grading.scheduler import EngineFault, SuiteBroke
 from ol.grading.floors import function_floors
 from ol.grading.pitfall_tests import tests_failing_on
 from ol.grading.session import GradingFault, GradingSession, NotGraded  # noqa: F401  (NotGraded: API)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ol.grading.engine import Run
+from ol.grading.scheduler import Run
 from ol.grading.protocol import RunRequest
 from ol.grading.session import Variant
 

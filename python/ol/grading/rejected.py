@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ol.grading.engine import Run
+from ol.grading.scheduler import Run
 from ol.grading.protocol import RunRequest
 from ol.grading.stages import FAILED, TIMEOUT, Verdict, _merged, describe
 

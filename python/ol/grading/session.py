@@ -5,7 +5,7 @@ built once per module.
     session.mutants                 the counted, message-only and equivalent mutants, the pitfalls
     session.reference, .alternates  the correct implementations (Variant: key, source, origin)
     with session.engine({"student": folder}) as engine:
-        engine.run([...])           confined runs (ol.grading.engine)
+        engine.run([...])           confined runs (ol.grading.scheduler)
 
 The kit a sandbox sees is assembled here, from the catalog: the course tests
 with their conftest and golden loader, the module's fixtures, the suites to
@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from ol.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
 from ol.errors import OlError
 from ol.grading import confine
-from ol.grading.engine import Engine, Setup
+from ol.grading.scheduler import Engine, Setup
 from ol.grading.mutants import MutantSet, build_mutant_set
 from ol.grading.protocol import RunRequest
 

@@ -15,7 +15,7 @@ the clock, or guesses) is rejected.
     verdict    killed when the suite failed, crashed, or ran out of time;
                only the exit status and the observer's clock decide it
 
-Time limits are processor time (ol.grading.engine): a mutant's runs get
+Time limits are processor time (ol.grading.scheduler): a mutant's runs get
 2 s + 10x the processor time of the slowest correct run, which the same
 suite takes on any machine under any load, so the same submission gets the
 same verdicts alone, side by side or beside a CPU hog.  The clock stops a
@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ol.grading.confine import describe_exit
-from ol.grading.engine import WALL_FACTOR, Engine, Outcome, Run
+from ol.grading.scheduler import WALL_FACTOR, Engine, Outcome, Run
 from ol.grading.protocol import RunRequest
 from ol.grading.session import GradingFault, GradingSession, Variant
 from ol.grading.zygote import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED
