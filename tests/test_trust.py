@@ -55,7 +55,7 @@ from hypothesis import strategies as st
 
 from kit import (ROOT, copy_checkout, explain, kill_group, processes_with, run_ol, sigint_as_at_a_terminal,
                  snapshot, virtual_environment)
-from ol.grading import confine, protocol, scheduler as engine
+from ol.grading import confine, protocol, scheduler
 from ol.grading.check import check_module
 from ol.grading.scheduler import Run
 from ol.grading.protocol import RunRequest
@@ -893,8 +893,8 @@ def old_formula_uid(workers: int, pid: int, index: int) -> int:
 
 def slot_users(uid, workers: int) -> list[int]:
     """Every run user one check with `workers` workers uses: its runs' both sides and its collector."""
-    return ([uid(engine.tests_slot(k)) for k in range(workers)] + [uid(engine.impl_slot(k)) for k in range(workers)]
-            + [uid(engine.collector_slot(workers))])
+    return ([uid(scheduler.tests_slot(k)) for k in range(workers)] + [uid(scheduler.impl_slot(k)) for k in range(workers)]
+            + [uid(scheduler.collector_slot(workers))])
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3, 8])
@@ -904,7 +904,7 @@ def test_the_slots_of_two_checks_at_once_never_share_a_run_user(workers):
     holding their blocks at once get disjoint users.  The old formula, a
     base of 2 * workers * (pid % 400), fails this: the collector's slot of
     one check was the first tests slot of the check whose pid was one more."""
-    count = engine.slot_count(workers)
+    count = scheduler.slot_count(workers)
     indices = slot_users(lambda index: index, workers)
     assert sorted(indices) == list(range(count)), indices
     if os.geteuid() != 0:
@@ -955,7 +955,7 @@ for cheat in {cheats!r}:
 
 
 def owner_alive(scratch: Path) -> bool:
-    """Whether the `ol` that made a scratch folder (engine.make_scratch: its
+    """Whether the `ol` that made a scratch folder (sandbox.make_scratch: its
     pid in `owner`) still runs: another check on this machine, not ours."""
     try:
         os.kill(int((scratch / "owner").read_text()), 0)

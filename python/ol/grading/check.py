@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ol.grading import confine
-from ol.grading.scheduler import EngineFault, SuiteBroke
+from ol.grading.collector_link import SuiteBroke
+from ol.grading.sandbox import EngineFault
 from ol.grading.floors import function_floors
 from ol.grading.pitfall_tests import tests_failing_on
 from ol.grading.session import GradingFault, GradingSession, NotGraded  # noqa: F401  (NotGraded: API)

@@ -38,7 +38,8 @@ from ol.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, dotted_name,
 from ol.errors import OlError
 from ol.grading.chaffs import chaff_variants, load_chaffs
 from ol.grading.check import CheckResult, check_module
-from ol.grading.scheduler import EngineFault, Run
+from ol.grading.sandbox import EngineFault
+from ol.grading.scheduler import Run
 from ol.grading.mutants import MutantSet, Pitfall, generate_mutants
 from ol.grading.protocol import RunRequest
 from ol.grading.session import GradingFault, GradingSession, NotGraded, Variant, _text

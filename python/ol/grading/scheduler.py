@@ -1,9 +1,6 @@
-"""The observer: runs tests against implementations, each pair in its own
-confined processes, and records how each run ended.
-
-    ol (this process, trusted)        never imports a student's code
-     ├─ tests sandbox    (bwrap)      warm process for the tests' side (ol.grading.zygote)
-     └─ impl sandbox     (bwrap)      warm process for the implementation's side
+"""The observer's scheduler: runs tests against implementations, each pair
+in its own confined processes (ol.grading.sandbox), `workers` at a time, and
+records how each run ended.
 
 For one run the observer makes a socket pair, hands one end to a fresh
 implementation run (it knows the variant) and the other to a fresh tests run
@@ -18,54 +15,31 @@ is; this process's own clock stops a run only at WALL_FACTOR times that (a
 run that sleeps or blocks uses no processor).
 
 What runs write is read by ol.grading.protocol alone: report lines and
-collector frames, bounded, never raising.
+collector frames, bounded, never raising.  In the shared mode the tests' runs
+are forked by the collected suite, reached through ol.grading.collector_link.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import select
 import shutil
-import signal
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ol.grading import confine, protocol
+from ol.grading import confine
+from ol.grading.collector_link import CollectorLink
 from ol.grading.memory import MemoryBound
-from ol.grading.protocol import FrameReader, RunRequest
-from ol.grading.wire import PeerGone, WireError, read_available, recv_message, send_message
+from ol.grading.protocol import RunRequest
+from ol.grading.sandbox import OL_PACKAGE, READY_TIMEOUT, EngineFault, Sandbox, Setup, make_scratch, runtime_copy
 
-OL_PACKAGE = Path(__file__).resolve().parents[1]   # the `ol` package: all a sandbox sees of the kit's code
-READY_TIMEOUT = 180.0    # seconds a warm process may take to import numpy, pytest and the rest
 KILL_GRACE = 20.0        # seconds a killed run may take to be reported
 WALL_FACTOR = 3.0        # a run is stopped by the clock at this many times its processor time limit
-
-
-class EngineFault(Exception):
-    """The grader's own machinery failed (a sandbox died or would not start):
-    an internal fault, never a verdict."""
-
-
-class SuiteBroke(Exception):
-    """The shared mode's collected suite (the suite's own process) wrote into
-    the grader's connection what is not a frame: the suite is rejected."""
-
-
-@dataclass(frozen=True)
-class Setup:
-    """What a warm process is given once: its role, the files of its kit
-    (path relative to the kit -> bytes) and the rest of its setup message."""
-
-    role: str                       # "tests" or "impl"
-    header: dict
-    files: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass
@@ -129,159 +103,6 @@ def slot_count(workers: int) -> int:
     return collector_slot(workers) + 1
 
 
-# ---- one warm process --------------------------------------------------------------------
-
-
-class _Sandbox:
-    """A process running ol.grading.zygote, in bwrap when confined."""
-
-    def __init__(self, setup: Setup, mode: str, hidden: Path, limits: confine.Limits, runtime: str):
-        self.setup, self.mode, self.runtime = setup, mode, runtime
-        ours, theirs = socket.socketpair()
-        boot = (f"import sys; sys.path.insert(0, {runtime!r}); "
-                f"from ol.grading.zygote import main; main({theirs.fileno()})")
-        command = [sys.executable, "-c", boot]
-        env = dict(setup.header.get("env", {}), OL_ROLE=setup.role)   # names the sandbox in `ps`
-        if mode == confine.CONFINED:
-            command = confine.bwrap_command(OL_PACKAGE, hidden) + [a for k, v in env.items() for a in ("--setenv", k, v)] + command
-            env = {}
-        self.process = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                        start_new_session=True, env=env or None)
-        theirs.close()
-        self.control = ours
-        self.stderr = bytearray()
-        os.set_blocking(self.process.stderr.fileno(), False)
-        header = dict(setup.header, op="setup", role=setup.role, mode=mode, limits=dataclasses.asdict(limits),
-                      kit=confine.KIT if mode == confine.CONFINED else None)
-        names = list(setup.files)
-        header["files"] = {name: index for index, name in enumerate(names)}
-        self.header = header
-        self.buffers = [setup.files[name] for name in names]
-
-    def send_setup(self, kit: str) -> None:
-        header = dict(self.header, kit=self.header["kit"] or kit)
-        header["sys_path"] = [self.runtime, *header["sys_path"]]
-        try:
-            send_message(self.control, header, self.buffers)
-        except OSError as error:
-            raise EngineFault(self.died(f"it did not take its setup ({error})")) from None
-
-    def receive(self) -> dict:
-        try:
-            header, _ = recv_message(self.control)
-        except (PeerGone, WireError, OSError) as error:
-            raise EngineFault(self.died(f"its control connection failed ({error})")) from None
-        return header
-
-    def died(self, what: str) -> str:
-        try:
-            self.process.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            pass
-        self.drain_stderr()
-        status = confine.describe_exit(self.process.poll())
-        log = bytes(self.stderr).decode(errors="replace").strip()[-3000:]
-        return f"the {self.setup.role} sandbox failed: {what} ({status})" + (f"; it said:\n{log}" if log else "")
-
-    def drain_stderr(self) -> None:
-        try:
-            fd = self.process.stderr.fileno()
-        except ValueError:   # closed already
-            return
-        read_available(fd, self.stderr)
-
-    def start_run(self, run_id: int, request: RunRequest, channel: socket.socket, user: int,
-                  memory_fd: int = -1) -> None:
-        """Ask for one run as `user`, on `channel`, in the memory group whose
-        cgroup.procs is memory_fd (-1: none)."""
-        fds = [channel.fileno()] + ([memory_fd] if memory_fd >= 0 else [])
-        request = dataclasses.replace(request, user=user)
-        send_message(self.control, request.header(run_id, fds=len(fds)))
-        socket.send_fds(self.control, [b"F"], fds)
-
-    def kill_run(self, run_id: int) -> None:
-        try:
-            send_message(self.control, {"op": "kill", "id": run_id})
-        except OSError:
-            pass
-
-    def close(self) -> None:
-        try:
-            send_message(self.control, {"op": "quit"})
-        except OSError:
-            pass
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        stop_process(self.process)
-        self.control.close()
-        if self.process.stderr is not None:
-            self.process.stderr.close()
-
-
-SCRATCH_PREFIX = "ol-sandbox-"
-
-
-def make_scratch(mode: str = confine.UNCONFINED) -> str:
-    """A private host folder for the sandboxes' files outside the namespace
-    mode, marked with our pid; folders left by an `ol` that was killed are
-    removed first.  Confined by uid, the runs (other users) must reach their
-    kits in it: it is then made in /tmp (TMPDIR may lie in a private
-    folder), traversable but not listable (0711)."""
-    import tempfile
-
-    base = Path(tempfile.gettempdir() if mode != confine.BY_UID or _traversable(tempfile.gettempdir()) else "/tmp")
-    for old in base.glob(SCRATCH_PREFIX + "*"):
-        try:
-            owner = int((old / "owner").read_text())
-            os.kill(owner, 0)
-        except ProcessLookupError:
-            shutil.rmtree(old, ignore_errors=True)
-        except (OSError, ValueError):
-            continue
-    folder = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=base)
-    Path(folder, "owner").write_text(str(os.getpid()))
-    if mode == confine.BY_UID:
-        os.chmod(folder, 0o711)
-    return folder
-
-
-def _traversable(folder: str) -> bool:
-    """Whether every folder from / down to `folder` lets other users through."""
-    path = Path(folder).resolve()
-    return all(os.stat(p).st_mode & 0o001 for p in [path, *path.parents])
-
-
-def runtime_copy(scratch: str) -> str:
-    """A copy of the `ol` package that the runs' users can read (confined by
-    uid the kit's own copy may lie in a private folder); the folder to put
-    on sys.path."""
-    runtime = Path(scratch, "runtime")
-    shutil.copytree(OL_PACKAGE, runtime / "ol", ignore=shutil.ignore_patterns("__pycache__"))
-    for path in [runtime, *runtime.rglob("*")]:
-        os.chmod(path, 0o755 if path.is_dir() else 0o644)
-    return str(runtime)
-
-
-def stop_process(process: subprocess.Popen) -> None:
-    """SIGKILL a process started with start_new_session and all its group;
-    bwrap takes its whole sandbox with it."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        process.kill()
-    except ProcessLookupError:
-        pass
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
-
-
 # ---- the engine ------------------------------------------------------------------------
 
 
@@ -299,14 +120,14 @@ class Engine:
         if sharing not in ("isolated", "shared") or (sharing == "shared" and mode != confine.CONFINED):
             raise ValueError(f"sharing must be 'isolated', or 'shared' confined; got {sharing!r} ({mode})")
         self.sharing = sharing
-        self.link: _CollectorLink | None = None
+        self.link: CollectorLink | None = None
         # tests: the student's suites; course: the course tests (their own sandbox, since it may
         # hold what a student's suite must never see: the reference, for diagnosing failures)
         self.setups = {role: setup for role, setup in (("tests", tests), ("impl", impl), ("course", course)) if setup}
         self.mode, self.workers = mode, max(1, workers)
         self.hidden = Path(hidden)   # the repository: never visible in a sandbox
         self.kit = None              # outside the namespace mode: a private folder of the host for the kits
-        self.sandboxes: dict[str, _Sandbox] = {}
+        self.sandboxes: dict[str, Sandbox] = {}
         self.wanted_limits = limits or confine.Limits()
         self.limits = self.wanted_limits
         self.users: confine.UidBlock | None = None
@@ -335,7 +156,7 @@ class Engine:
                 if self.mode == confine.BY_UID:
                     self.runtime = runtime_copy(self.kit)
             for role, setup in self.setups.items():
-                self.sandboxes[role] = _Sandbox(setup, self.mode, self.hidden, self.limits, self.runtime)
+                self.sandboxes[role] = Sandbox(setup, self.mode, self.hidden, self.limits, self.runtime)
             for role, sandbox in self.sandboxes.items():
                 sandbox.send_setup(self._kit_for(role))
             for sandbox in self.sandboxes.values():
@@ -366,7 +187,7 @@ class Engine:
     def _kit_for(self, role: str) -> str:
         return os.path.join(self.kit, role) if self.kit else ""
 
-    def _await_ready(self, sandbox: _Sandbox) -> None:
+    def _await_ready(self, sandbox: Sandbox) -> None:
         ready, _, _ = select.select([sandbox.control], [], [], READY_TIMEOUT)
         if not ready:
             raise EngineFault(sandbox.died(f"it was not ready after {READY_TIMEOUT:.0f} s"))
@@ -422,19 +243,19 @@ class Engine:
                 elif item.overdue(now):
                     item.expire(item.tests_side, impl)
                 elif item.lost(now):
-                    tests = item.tests_side if isinstance(item.tests_side, _Sandbox) else self.sandboxes["tests"]
+                    tests = item.tests_side if isinstance(item.tests_side, Sandbox) else self.sandboxes["tests"]
                     raise EngineFault(tests.died(f"run {run_id} was killed but never reported")
                                       if item.outcome.exit is None else impl.died(f"run {run_id}'s implementation never ended"))
         return outcomes
 
     @staticmethod
-    def _done(item: _Active, from_tests: bool, message: dict, impl: _Sandbox) -> None:
+    def _done(item: _Active, from_tests: bool, message: dict, impl: Sandbox) -> None:
         item.done(from_tests, message)
         if from_tests and not item.impl_done and not item.impl_kill_sent:
             item.impl_kill_sent = True   # nothing will call it any more
             impl.kill_run(item.run.id)
 
-    def _start(self, run: Run, slot: int, impl: _Sandbox) -> _Active:
+    def _start(self, run: Run, slot: int, impl: Sandbox) -> _Active:
         request = run.tests() if callable(run.tests) else run.tests
         request = dataclasses.replace(request, cpu_seconds=run.cpu_seconds)
         tests = self.sandboxes["course" if request.suite == "course" and "course" in self.sandboxes else "tests"]
@@ -459,155 +280,12 @@ class Engine:
             theirs.close()
         return _Active(run, slot, side)
 
-    def _collector(self, tests: _Sandbox, time_limit: float) -> _CollectorLink:
+    def _collector(self, tests: Sandbox, time_limit: float) -> CollectorLink:
         """The local check's collected suite, started on first use."""
         if self.link is None:
             index = collector_slot(self.workers)
-            self.link = _CollectorLink(tests, self.user(index), self.memory_fd(index), time_limit)
+            self.link = CollectorLink(tests, self.user(index), self.memory_fd(index), time_limit * WALL_FACTOR)
         return self.link
-
-
-class _CollectorLink:
-    """The local check's collected suite (ol.grading.collector), seen from here.
-
-    It is started once, as a run of the tests' sandbox; each graded run is
-    then one frame to it, carrying the run's channel, a report socket whose
-    other end stays here, and the run's memory group.  It is the suite's own
-    process: what it says about a run is the suite's claim, blind to which
-    variant the run served (README.md: what the local check guarantees), and
-    its frames are read by protocol.FrameReader, which never raises."""
-
-    RUN_ID = -1
-
-    def __init__(self, tests: _Sandbox, user: int, memory_fd: int, time_limit: float):
-        ours, theirs = socket.socketpair()
-        tests.start_run(self.RUN_ID, RunRequest(suite="student", mode="collect"), theirs, user, memory_fd)
-        theirs.close()
-        self.run_id, self.control = self.RUN_ID, ours
-        self.frames = FrameReader()
-        self.reports: dict[int, tuple[socket.socket, bytearray, int]] = {}   # run id -> report socket, data, memory fd
-        self.collected: list[str] = []
-        self.listed: set[int] = set()     # runs whose report should name the collected tests
-        self.problem: dict | None = None
-        self.problem_exit = 0
-        self._await_collection(time_limit * WALL_FACTOR, tests)
-
-    def _await_collection(self, seconds: float, tests: _Sandbox) -> None:
-        deadline = time.monotonic() + seconds
-        while True:
-            ready, _, _ = select.select([self.control, tests.control], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                self.problem, self.problem_exit = {"problem": "collect", "detail": (
-                    f"collecting your tests took longer than {seconds:.0f} s: look for a loop or a long "
-                    "computation at module level (outside any test function)")}, 3
-                return
-            if tests.control in ready:
-                message = tests.receive()
-                if message.get("id") == self.RUN_ID and self.problem is None and not self._pending_frame():
-                    raise EngineFault(self.ended(message))
-            if self.control in ready:
-                for frame in self._frames():
-                    if frame.kind == protocol.FRAME_DONE:
-                        continue   # written by the suite while it was being collected: no run exists yet
-                    if frame.kind == protocol.FRAME_COLLECTED:
-                        self.collected = protocol.collected_ids(frame)
-                        return
-                    kind, detail = protocol.problem(frame)
-                    if kind == "isolate":
-                        self.problem, self.problem_exit = {"problem": "isolate"}, 3
-                    elif kind == "empty":
-                        self.problem, self.problem_exit = {"problem": "empty"}, 4
-                    else:   # a collection error, or threads left running by it
-                        self.problem, self.problem_exit = {"problem": "collect", "detail": detail or kind}, 3
-                    return
-                if self.frames.broken:
-                    self.problem, self.problem_exit = {"problem": "collect", "detail": (
-                        "your tests wrote into the grader's own connection while being collected")}, 3
-                    return
-
-    def _frames(self) -> list[protocol.Frame]:
-        try:
-            chunk = self.control.recv(protocol.MAX_REPORT_BYTES)
-        except OSError:
-            chunk = b""
-        if not chunk:
-            raise EngineFault("the process holding your collected tests closed its connection")
-        return self.frames.feed(chunk)
-
-    def start_run(self, run_id: int, request: RunRequest, channel: socket.socket, user: int,
-                  memory_fd: int = -1) -> None:
-        index = {test: n for n, test in enumerate(self.collected)}
-        order = [index[t] for t in request.order if t in index]
-        ours, theirs = socket.socketpair()
-        ours.setblocking(False)
-        fds = [channel.fileno(), theirs.fileno()] + ([memory_fd] if memory_fd >= 0 else [])
-        frame = protocol.run_frame(run_id, request.all_tests, len(fds), request.cpu_seconds, order)
-        socket.send_fds(self.control, [frame], fds)
-        theirs.close()
-        self.reports[run_id] = (ours, bytearray(), memory_fd)
-        if request.list_tests:
-            self.listed.add(run_id)
-
-    def kill_run(self, run_id: int) -> None:
-        try:
-            self.control.sendall(protocol.kill_frame(run_id))
-        except OSError:
-            pass
-
-    def _pending_frame(self) -> bool:
-        """Its last frame may still be in the socket when its process has ended."""
-        ready, _, _ = select.select([self.control], [], [], 0)
-        return bool(ready)
-
-    def watched(self) -> list:
-        if self.problem is not None:   # the suite did not collect: nothing more comes from it
-            return []
-        return [self.control] + [sock for sock, _, _ in self.reports.values()]
-
-    def read(self, ready: list) -> list[dict]:
-        """"done" messages for the runs that ended, with their reports.
-        Raises SuiteBroke if the collector writes what is not a frame."""
-        for run_id, (sock, data, _) in self.reports.items():
-            if sock in ready:
-                read_available(sock, data)
-        if self.control not in ready:
-            return []
-        try:
-            chunk = self.control.recv(65536)
-        except OSError:
-            chunk = b""
-        if not chunk:
-            raise EngineFault("the process holding your collected tests ended during grading")
-        messages = []
-        for frame in self.frames.feed(chunk):
-            if frame.kind != protocol.FRAME_DONE or frame.run_id not in self.reports:
-                continue   # not a run in flight
-            sock, data, _ = self.reports.pop(frame.run_id)
-            read_available(sock, data)
-            sock.close()
-            report = protocol.parse_report(data)
-            if frame.run_id in self.listed:
-                self.listed.discard(frame.run_id)
-                report.insert(0, {"collected": list(self.collected)})
-            messages.append({"event": "done", "id": frame.run_id, "exit": frame.exit, "report": report,
-                             "cpu": frame.cpu_ms / 1000})
-        if self.frames.broken:
-            raise SuiteBroke(f"the process holding your collected tests wrote {self.frames.broken}")
-        return messages
-
-    def ended(self, message: dict) -> str:
-        return (f"the process holding your collected tests ended ({confine.describe_exit(message.get('exit'))})"
-                + (f": {message['fault']}" if message.get("fault") else "")
-                + (f": {_lines_text(message.get('report', []))}" if message.get("report") else ""))
-
-    def close(self) -> None:
-        for sock, _, _ in self.reports.values():
-            sock.close()
-        self.control.close()
-
-
-def _lines_text(lines: list) -> str:
-    return "; ".join(str(line)[:500] for line in lines)[:2000]
 
 
 class _Active:
@@ -650,7 +328,7 @@ class _Active:
     def lost(self, now: float) -> bool:
         return self.killed_at is not None and now > self.killed_at + KILL_GRACE
 
-    def expire(self, tests, impl: _Sandbox) -> None:
+    def expire(self, tests, impl: Sandbox) -> None:
         """The deadline passed: the run timed out, whatever it reports later."""
         self.outcome.timed_out = True
         self.outcome.exit = None

@@ -25,7 +25,8 @@ from pathlib import Path, PurePosixPath
 from ol.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
 from ol.errors import OlError
 from ol.grading import confine
-from ol.grading.scheduler import Engine, Setup
+from ol.grading.sandbox import Setup
+from ol.grading.scheduler import Engine
 from ol.grading.mutants import MutantSet, build_mutant_set
 from ol.grading.protocol import RunRequest
 

@@ -1,0 +1,195 @@
+"""One warm process's sandbox, seen from the observer: started as bwrap
+(when confined) around the warm process (ol.grading.zygote), given its setup
+once, then asked for runs on its control socket.
+
+    ol (the observer, trusted)        never imports a student's code
+     ├─ tests sandbox    (bwrap)      warm process for the tests' side
+     └─ impl sandbox     (bwrap)      warm process for the implementation's side
+
+Outside the namespace mode the sandboxes' files live in a private scratch
+folder of the host (make_scratch), removed when the check ends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ol.grading import confine
+from ol.grading.protocol import RunRequest
+from ol.grading.wire import PeerGone, WireError, read_available, recv_message, send_message
+
+OL_PACKAGE = Path(__file__).resolve().parents[1]   # the `ol` package: all a sandbox sees of the kit's code
+READY_TIMEOUT = 180.0    # seconds a warm process may take to import numpy, pytest and the rest
+
+
+class EngineFault(Exception):
+    """The grader's own machinery failed (a sandbox died or would not start):
+    an internal fault, never a verdict."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a warm process is given once: its role, the files of its kit
+    (path relative to the kit -> bytes) and the rest of its setup message."""
+
+    role: str                       # "tests" or "impl"
+    header: dict
+    files: dict[str, bytes] = field(default_factory=dict)
+
+
+class Sandbox:
+    """A process running ol.grading.zygote, in bwrap when confined."""
+
+    def __init__(self, setup: Setup, mode: str, hidden: Path, limits: confine.Limits, runtime: str):
+        self.setup, self.mode, self.runtime = setup, mode, runtime
+        ours, theirs = socket.socketpair()
+        boot = (f"import sys; sys.path.insert(0, {runtime!r}); "
+                f"from ol.grading.zygote import main; main({theirs.fileno()})")
+        command = [sys.executable, "-c", boot]
+        env = dict(setup.header.get("env", {}), OL_ROLE=setup.role)   # names the sandbox in `ps`
+        if mode == confine.CONFINED:
+            command = confine.bwrap_command(OL_PACKAGE, hidden) + [a for k, v in env.items() for a in ("--setenv", k, v)] + command
+            env = {}
+        self.process = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                        start_new_session=True, env=env or None)
+        theirs.close()
+        self.control = ours
+        self.stderr = bytearray()
+        os.set_blocking(self.process.stderr.fileno(), False)
+        header = dict(setup.header, op="setup", role=setup.role, mode=mode, limits=dataclasses.asdict(limits),
+                      kit=confine.KIT if mode == confine.CONFINED else None)
+        names = list(setup.files)
+        header["files"] = {name: index for index, name in enumerate(names)}
+        self.header = header
+        self.buffers = [setup.files[name] for name in names]
+
+    def send_setup(self, kit: str) -> None:
+        header = dict(self.header, kit=self.header["kit"] or kit)
+        header["sys_path"] = [self.runtime, *header["sys_path"]]
+        try:
+            send_message(self.control, header, self.buffers)
+        except OSError as error:
+            raise EngineFault(self.died(f"it did not take its setup ({error})")) from None
+
+    def receive(self) -> dict:
+        try:
+            header, _ = recv_message(self.control)
+        except (PeerGone, WireError, OSError) as error:
+            raise EngineFault(self.died(f"its control connection failed ({error})")) from None
+        return header
+
+    def died(self, what: str) -> str:
+        try:
+            self.process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        self.drain_stderr()
+        status = confine.describe_exit(self.process.poll())
+        log = bytes(self.stderr).decode(errors="replace").strip()[-3000:]
+        return f"the {self.setup.role} sandbox failed: {what} ({status})" + (f"; it said:\n{log}" if log else "")
+
+    def drain_stderr(self) -> None:
+        try:
+            fd = self.process.stderr.fileno()
+        except ValueError:   # closed already
+            return
+        read_available(fd, self.stderr)
+
+    def start_run(self, run_id: int, request: RunRequest, channel: socket.socket, user: int,
+                  memory_fd: int = -1) -> None:
+        """Ask for one run as `user`, on `channel`, in the memory group whose
+        cgroup.procs is memory_fd (-1: none)."""
+        fds = [channel.fileno()] + ([memory_fd] if memory_fd >= 0 else [])
+        request = dataclasses.replace(request, user=user)
+        send_message(self.control, request.header(run_id, fds=len(fds)))
+        socket.send_fds(self.control, [b"F"], fds)
+
+    def kill_run(self, run_id: int) -> None:
+        try:
+            send_message(self.control, {"op": "kill", "id": run_id})
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        try:
+            send_message(self.control, {"op": "quit"})
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        stop_process(self.process)
+        self.control.close()
+        if self.process.stderr is not None:
+            self.process.stderr.close()
+
+
+SCRATCH_PREFIX = "ol-sandbox-"
+
+
+def make_scratch(mode: str = confine.UNCONFINED) -> str:
+    """A private host folder for the sandboxes' files outside the namespace
+    mode, marked with our pid; folders left by an `ol` that was killed are
+    removed first.  Confined by uid, the runs (other users) must reach their
+    kits in it: it is then made in /tmp (TMPDIR may lie in a private
+    folder), traversable but not listable (0711)."""
+    import tempfile
+
+    base = Path(tempfile.gettempdir() if mode != confine.BY_UID or _traversable(tempfile.gettempdir()) else "/tmp")
+    for old in base.glob(SCRATCH_PREFIX + "*"):
+        try:
+            owner = int((old / "owner").read_text())
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            shutil.rmtree(old, ignore_errors=True)
+        except (OSError, ValueError):
+            continue
+    folder = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=base)
+    Path(folder, "owner").write_text(str(os.getpid()))
+    if mode == confine.BY_UID:
+        os.chmod(folder, 0o711)
+    return folder
+
+
+def _traversable(folder: str) -> bool:
+    """Whether every folder from / down to `folder` lets other users through."""
+    path = Path(folder).resolve()
+    return all(os.stat(p).st_mode & 0o001 for p in [path, *path.parents])
+
+
+def runtime_copy(scratch: str) -> str:
+    """A copy of the `ol` package that the runs' users can read (confined by
+    uid the kit's own copy may lie in a private folder); the folder to put
+    on sys.path."""
+    runtime = Path(scratch, "runtime")
+    shutil.copytree(OL_PACKAGE, runtime / "ol", ignore=shutil.ignore_patterns("__pycache__"))
+    for path in [runtime, *runtime.rglob("*")]:
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    return str(runtime)
+
+
+def stop_process(process: subprocess.Popen) -> None:
+    """SIGKILL a process started with start_new_session and all its group;
+    bwrap takes its whole sandbox with it."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        process.kill()
+    except ProcessLookupError:
+        pass
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
