@@ -1,5 +1,5 @@
 """One warm process's sandbox, seen from the observer: started as bwrap
-(when confined) around the warm process (ol.grading.zygote), given its setup
+(when confined) around the warm process (ol.grading.warm), given its setup
 once, then asked for runs on its control socket.
 
     ol (the observer, trusted)        never imports a student's code
@@ -46,13 +46,13 @@ class Setup:
 
 
 class Sandbox:
-    """A process running ol.grading.zygote, in bwrap when confined."""
+    """A process running ol.grading.warm, in bwrap when confined."""
 
     def __init__(self, setup: Setup, mode: str, hidden: Path, limits: confine.Limits, runtime: str):
         self.setup, self.mode, self.runtime = setup, mode, runtime
         ours, theirs = socket.socketpair()
         boot = (f"import sys; sys.path.insert(0, {runtime!r}); "
-                f"from ol.grading.zygote import main; main({theirs.fileno()})")
+                f"from ol.grading.warm import main; main({theirs.fileno()})")
         command = [sys.executable, "-c", boot]
         env = dict(setup.header.get("env", {}), OL_ROLE=setup.role)   # names the sandbox in `ps`
         if mode == confine.CONFINED:

@@ -11,7 +11,7 @@ def fake(*args, **kwargs):
     return 0 if calls["n"] == 1 else 1
 
 
-for name in ("ol.grading.zygote", "ol.grading.collector", "ol.grading.stages", "ol.grading.scheduler",
+for name in ("ol.grading.warm", "ol.grading.collector", "ol.grading.stages", "ol.grading.scheduler",
              "ol.grading.sandbox", "ol.grading.collector_link"):
     module = modules.get(name)
     for attribute in ("_run_items", "_run_grade", "serve_collected", "verdict"):

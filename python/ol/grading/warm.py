@@ -1,6 +1,6 @@
 """The warm process inside a sandbox: set up once, then fork one run at a time.
 
-    python -c 'from ol.grading.zygote import main; main(CONTROL_FD)'
+    python -c 'from ol.grading.warm import main; main(CONTROL_FD)'
 
 It is trusted: it never runs a student's code itself.  It receives a setup
 message on its control socket (files, module sources, its role), imports
