@@ -37,7 +37,7 @@ from ol.grading.confine import describe_exit
 from ol.grading.scheduler import WALL_FACTOR, Engine, Outcome, Run
 from ol.grading.protocol import RunRequest
 from ol.grading.session import GradingFault, GradingSession, Variant
-from ol.grading.warm import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED
+from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED
 
 PASSED, FAILED, TIMEOUT, CRASHED = "passed", "failed", "timeout", "crashed"
 OUT_OF_PROCESSOR_TIME = (128 + signal.SIGXCPU,)   # the kernel's RLIMIT_CPU signal

@@ -1,0 +1,194 @@
+"""pytest and Hypothesis as every graded run uses them, and every use of
+their private API, in one file to read again on each upgrade of either:
+
+    _pytest.config._prepareconfig, config._do_configure    pytest configured once (pytest_config)
+    _pytest.main.Session.from_config                       one session to collect into (pytest_session)
+    _pytest.runner.runtestprotocol                         one test run at a time (run_items)
+    _pytest.assertion.rewrite._rewrite_test, _read_pyc     asserts rewritten once (precompile)
+    hypothesis settings.__init__                           max_examples capped (hypothesis_profile)
+    hypothesis ...providers._get_local_constants           the constants scan done once (warm_hypothesis)
+
+The tests' warm process (ol.grading.roles) calls the warm-up functions once;
+each run calls collect and run_items, or run_pytest for pytest's own report.
+What a run says goes through a `notes` object of the caller's (anything with
+send(**message)); this file imports nothing of the grader's.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Protocol
+
+EXIT_PASSED, EXIT_FAILED, EXIT_COLLECT, EXIT_EMPTY = 0, 1, 3, 4
+GRADING_MAX_EXAMPLES = 20   # per Hypothesis test, in every graded run
+# Imported once in the tests' warm process, so that no run pays for them.
+WARM_MODULES = ("numpy.random", "numpy.testing", "numpy.linalg", "hypothesis.strategies", "hypothesis.extra.numpy",
+                "math", "cmath", "itertools", "functools", "fractions", "decimal", "random", "collections",
+                "dataclasses", "typing", "inspect")
+
+
+class Notes(Protocol):
+    def send(self, **message) -> None: ...
+
+
+def collect(session, folder: Path, report: Notes) -> tuple:
+    """The suite's tests: (items, their ids), or (exit code, {"problem": ...}):
+    EXIT_COLLECT when it does not collect, EXIT_EMPTY when it holds no test."""
+    config = session.config
+    errors: list[str] = []
+
+    class Collection:
+        def pytest_collectreport(self, report):
+            if report.failed:
+                errors.append(f"{report.nodeid or report.fspath}: {report.longreprtext.strip()[-2000:]}")
+
+    config.pluginmanager.register(Collection(), "ol-collection")
+    try:
+        items = session.perform_collect([str(folder)])
+    except BaseException as error:  # noqa: BLE001 (collection runs the suite's code)
+        errors.append(f"{type(error).__name__}: {error}")
+        items = []
+    finally:
+        config.pluginmanager.unregister(name="ol-collection")
+    if errors:
+        return EXIT_COLLECT, {"problem": "collect", "detail": "\n".join(errors)[-6000:]}
+    if not items:
+        return EXIT_EMPTY, {"problem": "empty"}
+    return items, [str(item.nodeid) for item in items]
+
+
+def run_items(items: list, run_all: bool, report: Notes) -> int:
+    """Run the tests in this order; stop at the first failure unless run_all.
+    Exit 0 all passed, 1 a test failed."""
+    from _pytest.runner import runtestprotocol
+
+    failed = []
+    for index, item in enumerate(items):
+        report.send(running=item.nodeid, at=time.monotonic())
+        following = items[index + 1] if index + 1 < len(items) else None
+        try:
+            item_failed = any(r.failed for r in runtestprotocol(item, nextitem=following, log=False))
+        except BaseException:  # pytest.exit() or worse: the suite stops here
+            item_failed, following = True, None
+        if item_failed:
+            failed.append(item.nodeid)
+            report.send(failed=item.nodeid)
+            if not run_all or following is None:
+                break
+    report.send(ended=time.monotonic())
+    return EXIT_FAILED if failed else EXIT_PASSED
+
+
+def run_pytest(folder: Path, report: Notes, extra: list[str], base: list[str]) -> int:
+    """pytest's own run with its terminal report (short tracebacks), and every
+    test's outcome; the exit code is pytest's."""
+    import pytest
+
+    outcomes: dict[str, str] = {}
+    failures: dict[str, str] = {}   # node id -> what pytest's short test summary says of its first failure
+
+    class Outcomes:
+        def pytest_runtest_logreport(self, report):
+            if report.when == "call" or report.outcome != "passed":
+                if report.outcome != "passed" or report.nodeid not in outcomes:
+                    outcomes[report.nodeid] = "error" if report.when != "call" and report.failed else report.outcome
+            if report.failed and report.nodeid not in failures:
+                crash = getattr(report.longrepr, "reprcrash", None)
+                failures[report.nodeid] = str(getattr(crash, "message", None) or report.longrepr)[:2000]
+
+        def pytest_collectreport(self, report):
+            if report.failed:
+                outcomes[report.nodeid or "collection"] = "error"
+
+    output = Path(os.environ.get("TMPDIR", "/tmp")) / "pytest-report.txt"
+    with open(output, "w") as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        code = pytest.main([str(folder), "--tb=short", "-rfE", "--color=no", "-p", "no:cacheprovider",
+                            *base, *extra], plugins=[Outcomes()])
+        sys.stdout.flush()
+    report.send(outcomes=outcomes, failures=failures, output=output.read_text(errors="replace")[-60000:])
+    return int(code)
+
+
+# ---- warm-up -------------------------------------------------------------------------------
+
+
+def hypothesis_profile() -> None:
+    """Deterministic, database-free Hypothesis with no shrinking: the same
+    examples for every variant, and a failing example stops at once.  Every
+    test gets at most GRADING_MAX_EXAMPLES examples, whatever its own
+    settings ask: a suite heavy in Hypothesis grades about as fast as a
+    plain one of the same strength."""
+    try:
+        from hypothesis import Phase, settings
+    except ImportError:
+        return
+    settings.register_profile("ol-check", derandomize=True, database=None, deadline=None, print_blob=False,
+                              phases=(Phase.explicit, Phase.generate), max_examples=GRADING_MAX_EXAMPLES)
+    settings.load_profile("ol-check")
+    own_init = settings.__init__
+
+    def capped(self, parent=None, **kwargs):
+        if "max_examples" in kwargs:
+            kwargs["max_examples"] = min(kwargs["max_examples"], GRADING_MAX_EXAMPLES)
+        own_init(self, parent, **kwargs)
+
+    settings.__init__ = capped
+
+
+def warm_hypothesis() -> None:
+    """Hypothesis scans every loaded module for constants the first time it
+    generates data; doing it here spares each run the scan."""
+    try:
+        from hypothesis.internal.conjecture.providers import _get_local_constants
+    except ImportError:
+        return
+    _get_local_constants()
+
+
+def pytest_config(kit: Path, args: list[str]):
+    """pytest configured once (plugins loaded, options parsed) on an empty
+    folder; each run collects its suite with it."""
+    from _pytest.config import _prepareconfig
+
+    empty = kit / ".empty"
+    empty.mkdir(exist_ok=True)
+    config = _prepareconfig([str(empty), "-p", "no:terminal", *args])
+    config.option.tbstyle = "no"   # a verdict needs no traceback: formatting one costs more than most tests
+    config._do_configure()
+    return config
+
+
+def pytest_session(config):
+    """The session every run collects into, started here (no test code has
+    run yet: only pytest's and its plugins' own session start)."""
+    from _pytest.main import Session
+
+    session = Session.from_config(config)
+    config.hook.pytest_sessionstart(session=session)
+    return session
+
+
+def precompile(config, folders: list[Path]) -> None:
+    """pytest rewrites the asserts of test files as it imports them; doing it
+    here (it reads and compiles, runs nothing) spares each run the work.  The
+    compiled code lives on in the patched _read_pyc's closure."""
+    from _pytest.assertion import rewrite
+
+    compiled = {}
+    for folder in folders:
+        for path in sorted(folder.rglob("*.py")):
+            try:
+                compiled[str(path)] = rewrite._rewrite_test(path, config)[1]
+            except (SyntaxError, ValueError, OSError):
+                continue  # the run reports it when it imports the file
+    original = rewrite._read_pyc
+
+    def read_pyc(source, pyc, trace=lambda message: None):
+        return compiled.get(str(source)) or original(source, pyc, trace)
+
+    rewrite._read_pyc = read_pyc

@@ -1,0 +1,240 @@
+"""What a run does, by the role of its sandbox's warm process (set up once
+from the setup message; run() is called in each forked run):
+
+    role "tests"  the run connects the proxy module to its channel (the other
+                  end is an implementation run) and runs a test suite: the
+                  student's, stopping at the first failure ("grade"), or any
+                  suite with pytest's own report ("report"), or, in the shared
+                  mode, collects it once and serves runs (ol.grading.collector);
+    role "impl"   the run loads one variant of the module under test and
+                  serves it on its channel (ol.grading.serve).
+
+A run holds two descriptors: CHANNEL_FD (to the other side of its run) and
+REPORT_FD (what it says, for the report: information, never a verdict).
+pytest and Hypothesis are driven by ol.grading.pytest_driver.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import os
+import socket
+import sys
+from pathlib import Path
+
+from ol.grading import pytest_driver
+from ol.grading.pytest_driver import EXIT_COLLECT, WARM_MODULES
+
+CHANNEL_FD, REPORT_FD = 3, 4
+
+
+def traceback_text(error: BaseException) -> str:
+    import traceback
+
+    return "".join(traceback.format_exception(error)[-6:])[-3000:]
+
+
+
+class Role:
+    """Set up once from the setup message; run() is called in each run."""
+
+    def __init__(self, setup: dict, files: dict[str, bytes]):
+        from ol.grading.confine import Limits
+
+        self.setup = setup
+        self.mode = setup["mode"]
+        self.kit = Path(setup["kit"])
+        self.scratch = None if self.mode == "confined" else self.kit / ".runs"  # the runs' own /tmp, outside
+        self.limits = Limits(**setup.get("limits", {}))
+        self.readable = (str(self.kit), setup["sys_path"][0])   # confined by uid: the kit and `ol` (Landlock)
+        sys.path[:] = setup["sys_path"]
+        os.environ.clear()
+        os.environ.update(setup["env"])
+        sys.dont_write_bytecode = True
+        _write_kit(self.kit, files)
+        from ol.overlay import Source, install_overlay
+
+        install_overlay({name: Source.from_text(text["source"], text["origin"]) for name, text in setup["modules"].items()})
+
+    def limits_for(self, request) -> Limits:
+        """The role's limits, with the run's processor time."""
+        if request.cpu_seconds > 0:
+            return dataclasses.replace(self.limits, cpu_seconds=request.cpu_seconds)
+        return self.limits
+
+    def run_reporting(self, request) -> int:
+        """run(request); an exception of ours (not of the code under test,
+        which run() handles) is written to the report and exits
+        confine.RUN_FAULT."""
+        from ol.grading.confine import RUN_FAULT
+
+        try:
+            return self.run(request)
+        except BaseException as error:
+            _Report(REPORT_FD).send(internal=traceback_text(error))
+            return RUN_FAULT
+
+    @staticmethod
+    def for_setup(header: dict, buffers: list) -> Role:
+        files = {path: bytes(buffers[index]) for path, index in header.get("files", {}).items()}
+        return {"tests": TestsRole, "impl": ImplRole}[header["role"]](header, files)
+
+
+def _write_kit(kit: Path, files: dict[str, bytes]) -> None:
+    """The run's files, readable by the runs' users, dated the epoch (a
+    file's age must not tell a run how far the check has gone)."""
+    kit.mkdir(parents=True, exist_ok=True)
+    os.chmod(kit, 0o755)
+    for relative, data in files.items():
+        path = kit / relative
+        if ".." in Path(relative).parts or Path(relative).is_absolute():
+            raise ValueError(f"kit path {relative!r} leaves the kit")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        os.chmod(path, 0o644)
+    for path in [kit, *kit.rglob("*")]:
+        if path.is_dir():
+            os.chmod(path, 0o755)
+        os.utime(path, (0, 0))
+
+
+class TestsRole(Role):
+    """Runs test suites against the proxy of the module under test."""
+
+    def __init__(self, setup: dict, files: dict[str, bytes]):
+        super().__init__(setup, files)
+        import importlib
+
+        import _pytest.main  # noqa: F401  (imported once here, shared by every run)
+        import _pytest.runner  # noqa: F401
+        import numpy  # noqa: F401
+        from ol.grading import proxy
+
+        target = setup["proxy"]["module"]
+        package = target.rpartition(".")[0]
+        if package:
+            importlib.import_module(package)
+        module = proxy.build_proxy_module(target, setup["proxy"]["contract"], setup["proxy"]["origin"])
+        sys.modules[target] = module
+        if package:
+            setattr(sys.modules[package], target.rpartition(".")[2], module)
+        for name in setup.get("preload", []):
+            importlib.import_module(name)
+        for name in WARM_MODULES:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                pass
+        pytest_driver.hypothesis_profile()
+        self.config = pytest_driver.pytest_config(self.kit, setup.get("pytest_args", []))
+        self.session = pytest_driver.pytest_session(self.config)
+        pytest_driver.precompile(self.config, [self.kit / folder for folder in setup["suites"].values()])
+        pytest_driver.warm_hypothesis()
+        gc.collect()
+        gc.freeze()
+
+    def run(self, request) -> int:
+        from ol.grading import proxy
+
+        folder = self.kit / self.setup["suites"][request.suite]
+        channel = socket.socket(fileno=CHANNEL_FD)
+        if request.mode == "report":
+            proxy.connect(channel)
+            return pytest_driver.run_pytest(folder, _Report(REPORT_FD), request.pytest_args, self.setup.get("pytest_args", []))
+        if request.mode == "collect":   # the local check: collect once, serve many runs
+            from ol.grading.collector import serve_collected
+
+            def collect():
+                collected = pytest_driver.collect(self.session, folder, _Report(REPORT_FD))
+                if proxy.called_unconnected:   # module-level calls need a variant: collect in every run
+                    return EXIT_COLLECT, {"problem": "isolate"}
+                return collected
+
+            def run_items(items, order, run_all):
+                proxy.connect(socket.socket(fileno=CHANNEL_FD))
+                ranked = [items[i] for i in order if 0 <= i < len(items)]
+                rest = [item for item in items if item not in ranked]
+                return pytest_driver.run_items(ranked + rest, run_all, _Report(REPORT_FD))
+
+            return serve_collected(channel.detach(), collect, run_items, self.limits)
+        report = _Report(REPORT_FD)
+        proxy.connect(channel)   # a call at import time reaches this run's own variant
+        collected = pytest_driver.collect(self.session, folder, report)
+        if isinstance(collected[0], int):
+            report.send(**collected[1])
+            return collected[0]
+        items, ids = collected
+        if request.list_tests:
+            report.send(collected=ids)
+        rank = {test: n for n, test in enumerate(request.order)}
+        items.sort(key=lambda item: rank.get(item.nodeid, len(rank)))
+        return pytest_driver.run_items(items, request.all_tests, report)
+
+
+class ImplRole(Role):
+    """Serves one variant of the module under test per run."""
+
+    def __init__(self, setup: dict, files: dict[str, bytes]):
+        super().__init__(setup, files)
+        import importlib
+
+        import numpy  # noqa: F401  (imported once here, shared by every run)
+        from ol.grading import serve  # noqa: F401
+
+        self.target = setup["target"]
+        for name in setup.get("preload", []):
+            importlib.import_module(name)
+        gc.collect()
+        gc.freeze()
+
+    def run(self, request) -> int:
+        import importlib
+
+        from ol.grading.serve import serve
+        from ol.overlay import Source, install_overlay
+
+        channel = socket.socket(fileno=CHANNEL_FD)
+        overrides = dict(request.modules)
+        if overrides:  # the student's own needs: every tinyllm module is imported afresh
+            for name in [n for n in sys.modules if n == "tinyllm" or n.startswith("tinyllm.")]:
+                del sys.modules[name]
+            install_overlay({name: Source.from_text(t["source"], t["origin"]) for name, t in {
+                **self.setup["modules"], **overrides}.items()})
+        source = request.source
+        if source is not None:
+            install_overlay({self.target: Source.from_text(source["source"], source["origin"])})
+        try:
+            module = importlib.import_module(self.target)
+        except BaseException as error:  # the code under test does not import: every call says why
+            module = _Broken(self.target, error, request.tracebacks)
+        serve(channel, module, tracebacks=request.tracebacks)
+        return 0
+
+
+class _Broken:
+    """Stands for a module that raised while importing: every use raises that."""
+
+    def __init__(self, name, error, tracebacks):
+        self.__name__, self.error, self.tracebacks = name, error, tracebacks
+
+    def __getattr__(self, name):
+        raise ImportError(f"the code under test ({self.__name__}) failed to import: "
+                          f"{type(self.error).__name__}: {self.error}") from self.error
+
+
+class _Report:
+    """JSON lines to the warm process: information for the student's report."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def send(self, **message) -> None:
+        from ol.grading.protocol import report_line
+
+        data = report_line(**message)
+        try:
+            while data:
+                data = data[os.write(self.fd, data):]
+        except OSError:
+            pass
