@@ -162,7 +162,8 @@ def test_a_planted_unrelated_bug_names_no_mistake(module, bug):
 @pytest.mark.slow
 @pytest.mark.parametrize("module", TARGETS)
 def test_in_ol_checks_course_stage_behind_the_proxy_the_same_names_come_out(module):
-    from ol.grading.session import GradingSession, Variant
+    from ol.grading.session import GradingSession
+    from ol.grading.variants import Variant
     from ol.grading.stages import Grader
 
     session = GradingSession(ROOT, module)

@@ -28,7 +28,8 @@ from ol.grading.html_report import to_html
 from ol.grading.mutants import _generate, build_mutant_set, load_pitfalls
 from ol.grading.protocol import RunRequest
 from ol.grading.report import to_json, to_text
-from ol.grading.session import GradingSession, Variant
+from ol.grading.session import GradingSession
+from ol.grading.variants import Variant
 from ol.grading.stages import PASSED, TIMEOUT, Grader
 from ol.grading.static_check import check_test_folder
 

@@ -59,7 +59,8 @@ from ol.grading import confine, protocol, scheduler
 from ol.grading.check import check_module
 from ol.grading.scheduler import Run
 from ol.grading.protocol import RunRequest
-from ol.grading.session import GradingFault, GradingSession, Variant
+from ol.grading.session import GradingFault, GradingSession
+from ol.grading.variants import Variant
 from ol.grading.stages import Grader
 from reference import reference_modules
 

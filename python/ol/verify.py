@@ -85,7 +85,8 @@ def _check_reference_and_stub(result, ok, passed, failed, output, stub_passed, s
 def _verify_graded(root: Path, module: Module, result: VerifyResult, workers: int) -> None:
     """A graded module: every check, through one grading session."""
     from ol.grading.mutants import overlapping_edits
-    from ol.grading.session import GradingSession, Variant
+    from ol.grading.session import GradingSession
+    from ol.grading.variants import Variant
     from ol.grading.stages import Grader
     from ol.workspace import fresh_stubs
 

@@ -219,7 +219,7 @@ def _rejected_tests(reason: str, rejected: list[dict], problems: list[str]) -> t
     ("test_a.py::test_x: NameError: name 'foo' is not defined"); the details
     give each test once: the correct implementations it fails on, and its
     failure as pytest's short summary words it."""
-    from ol.grading.stages import describe
+    from ol.grading.variants import describe
 
     timeouts = [e for e in rejected if e.get("status") == "timeout"]
     limit = next((m.group(1) for e in timeouts for m in [_limit_in(e.get("failure", ""))] if m),

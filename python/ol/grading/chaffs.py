@@ -33,7 +33,7 @@ from pathlib import Path
 from ol.catalog import Grading
 from ol.errors import OlError
 from ol.grading.protocol import RunRequest
-from ol.grading.session import Variant
+from ol.grading.variants import Variant
 
 BASE_MODULE = "correct"   # the name a chaff imports the implementation it wraps by
 

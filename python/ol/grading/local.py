@@ -42,7 +42,8 @@ from ol.grading.sandbox import EngineFault
 from ol.grading.scheduler import Run
 from ol.grading.mutants import MutantSet, Pitfall, generate_mutants
 from ol.grading.protocol import RunRequest
-from ol.grading.session import GradingFault, GradingSession, NotGraded, Variant, _text
+from ol.grading.session import GradingFault, GradingSession, NotGraded, _text
+from ol.grading.variants import Variant
 
 YOUR_CODE = "your own code"
 # Survivors run against the course tests at most: one course run each.  A suite

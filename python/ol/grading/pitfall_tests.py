@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from ol.grading.scheduler import Run
 from ol.grading.protocol import RunRequest
-from ol.grading.session import Variant
+from ol.grading.variants import Variant
 
 MAX_LISTED = 200   # tests named per pitfall
 MAX_ASKED = 3      # new or edited tests asked one by one; more: the whole suite runs

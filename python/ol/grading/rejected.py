@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 
 from ol.grading.scheduler import Run
 from ol.grading.protocol import RunRequest
-from ol.grading.stages import FAILED, TIMEOUT, Verdict, _merged, describe
+from ol.grading.stages import FAILED, TIMEOUT, Verdict, _merged
+from ol.grading.variants import describe
 
 REPORT_TAIL = 6000          # characters of pytest's report kept
 SECTION = re.compile(r"^(_{3,} .+ _{3,}|={3,} .+ ={3,})$", re.MULTILINE)

@@ -133,7 +133,7 @@ def _rejected(result: CheckResult) -> list[str]:
 
 def implementation_name(key: str, result: CheckResult) -> str:
     """A correct implementation as reports name it ("the reference"; in a student kit "your own code")."""
-    from ol.grading.stages import describe
+    from ol.grading.variants import describe
 
     return "your own code" if key == "reference" and _unreviewed(result) else describe(key)
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ol.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
@@ -28,7 +27,7 @@ from ol.grading import confine
 from ol.grading.sandbox import Setup
 from ol.grading.scheduler import Engine
 from ol.grading.mutants import MutantSet, build_mutant_set
-from ol.grading.protocol import RunRequest
+from ol.grading.variants import Variant
 
 COURSE_TESTS_SUPPORT = ("course/tests/conftest.py", "course/tests/golden.py", "course/tests/diagnose.py")
 SKIPPED_FOLDERS = {"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints"}
@@ -58,29 +57,6 @@ class SuiteUnreadable(OlError):
     """A file of the tests to grade cannot be taken (not UTF-8, too large, a link)."""
 
     exit_code = 1
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One implementation of the module under test, as the observer knows it."""
-
-    key: str       # "reference", "alternate:1", "pitfall:s01", "student", or a mutant id
-    source: str    # the whole module text
-    origin: str    # the path its tracebacks name
-    trusted: bool | None = None   # None: the course's own code, unless the key is "student"
-
-    @property
-    def is_trusted(self) -> bool:
-        """Course code runs as it is; a student's code (their file, or in a
-        student kit every variant made from it) is confined."""
-        return self.key != "student" if self.trusted is None else self.trusted
-
-    def request(self, *, modules: dict | None = None, tracebacks: bool = False) -> RunRequest:
-        """What the implementation's side is told to load for one run.  Only
-        the student's own code is confined there; the course's variants are
-        trusted code."""
-        return RunRequest(source={"source": self.source, "origin": self.origin}, modules=modules or {},
-                          tracebacks=tracebacks, trusted=self.is_trusted)
 
 
 class GradingSession:

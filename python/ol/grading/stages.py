@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 from ol.grading.confine import describe_exit
 from ol.grading.scheduler import WALL_FACTOR, Engine, Outcome, Run
 from ol.grading.protocol import RunRequest
-from ol.grading.session import GradingFault, GradingSession, Variant
+from ol.grading.session import GradingFault, GradingSession
 from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED
+from ol.grading.variants import Variant, describe
 
 PASSED, FAILED, TIMEOUT, CRASHED = "passed", "failed", "timeout", "crashed"
 OUT_OF_PROCESSOR_TIME = (128 + signal.SIGXCPU,)   # the kernel's RLIMIT_CPU signal
@@ -258,16 +259,6 @@ def processor_seconds(outcome: Outcome) -> float:
     start method cannot say)."""
     sides = [s for s in (outcome.cpu_seconds, outcome.impl_cpu_seconds) if isinstance(s, (int, float))]
     return max(sides) if sides else outcome.seconds
-
-
-def describe(key: str) -> str:
-    if key == "reference":
-        return "the reference"
-    if key.startswith("alternate:"):
-        return f"a second correct implementation ({key})"
-    if key.startswith("pitfall:"):
-        return f"pitfall {key.split(':', 1)[1]}"
-    return f"mutant {key}"
 
 
 def out_of_processor_time(exit: int | None, cpu: float | None, limit: float) -> bool:
