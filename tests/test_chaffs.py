@@ -16,7 +16,7 @@ from ol.catalog import REFERENCE_TREE, load_catalog
 from ol.grading.chaff_equivalence import compare_chaffs_with_edits
 from ol.grading.chaffs import load_chaffs
 from ol.grading.session import GradingSession
-from ol.grading.stages import Grader
+from ol.grading.grader import Grader
 
 GRADED = [m.id for m in load_catalog(ROOT).modules if m.grading and m.grading.chaffs]
 

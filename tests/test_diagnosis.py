@@ -164,7 +164,7 @@ def test_a_planted_unrelated_bug_names_no_mistake(module, bug):
 def test_in_ol_checks_course_stage_behind_the_proxy_the_same_names_come_out(module):
     from ol.grading.session import GradingSession
     from ol.grading.variants import Variant
-    from ol.grading.stages import Grader
+    from ol.grading.grader import Grader
 
     session = GradingSession(ROOT, module)
     variants = [Variant(f"mistake:{m.id}", m.source, session.reference.origin) for m in KNOWN[module].values()]

@@ -30,7 +30,7 @@ from ol.grading.protocol import RunRequest
 from ol.grading.report import to_json, to_text
 from ol.grading.session import GradingSession
 from ol.grading.variants import Variant
-from ol.grading.stages import PASSED, TIMEOUT, Grader
+from ol.grading.grader import PASSED, TIMEOUT, Grader
 from ol.grading.static_check import check_test_folder
 
 SUITES = ROOT / "tests" / "grading_suites"
@@ -638,7 +638,7 @@ def test_a_run_killed_at_its_processor_time_limit_is_a_timeout_not_a_crash():
     SIGKILL is what ends an endless test.  Killed after using its limit is a
     timeout; killed before it is a crash."""
     from ol.grading.scheduler import Outcome
-    from ol.grading.stages import CRASHED
+    from ol.grading.grader import CRASHED
 
     limit = 3.0
     at_limit = Outcome(1, exit=128 + signal.SIGKILL, cpu_seconds=4.01, report=[{"running": "t.py::test_forever"}])

@@ -61,7 +61,7 @@ from ol.grading.scheduler import Run
 from ol.grading.protocol import RunRequest
 from ol.grading.session import GradingFault, GradingSession
 from ol.grading.variants import Variant
-from ol.grading.stages import Grader
+from ol.grading.grader import Grader
 from reference import reference_modules
 
 CHEATS = ROOT / "tests" / "grading_suites" / "cheats"

@@ -87,7 +87,7 @@ def _verify_graded(root: Path, module: Module, result: VerifyResult, workers: in
     from ol.grading.mutants import overlapping_edits
     from ol.grading.session import GradingSession
     from ol.grading.variants import Variant
-    from ol.grading.stages import Grader
+    from ol.grading.grader import Grader
     from ol.workspace import fresh_stubs
 
     grading = module.grading

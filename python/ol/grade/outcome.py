@@ -198,7 +198,7 @@ def _not_graded(record: dict, names: dict[str, str], error: str) -> tuple[str, t
 
 
 def _time_limit_said(problem: str) -> re.Match | None:
-    """The time limit a timeout's detail names (ol.grading.stages.Grader.verdict):
+    """The time limit a timeout's detail names (ol.grading.grader.Grader.verdict):
     "the time limit is 20.0 s" (a run the clock stopped, after up to 3 times
     that), "had used 20 s of processor time", or an older "after 20 s"."""
     return _limit_in(problem) if "timeout" in problem else None

@@ -33,7 +33,7 @@ from ol.grading.pitfall_tests import tests_failing_on
 from ol.grading.session import GradingFault, GradingSession, NotGraded  # noqa: F401  (NotGraded: API)
 from ol.grading.recheck import VerdictCache, code_digest
 from ol.grading.rejected import rejected_tests
-from ol.grading.stages import FAILED, PASSED, Grader, SuiteProblem, Verdict
+from ol.grading.grader import FAILED, PASSED, Grader, SuiteProblem, Verdict
 from ol.grading.static_check import check_student_tests
 
 

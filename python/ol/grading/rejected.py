@@ -2,7 +2,7 @@
 failure, and the correct implementations it fails on.
 
 The first stage runs every test of the suite on the reference and on each
-alternate (ol.grading.stages); a test failing on any of them rejects the
+alternate (ol.grading.grader); a test failing on any of them rejects the
 suite.  Then each correct implementation that rejected it runs the suite once
 more in pytest's report mode, which says, per failing test, what pytest's
 short test summary says: the exception and its message, or the assertion
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from ol.grading.scheduler import Run
 from ol.grading.protocol import RunRequest
-from ol.grading.stages import FAILED, TIMEOUT, Verdict, _merged
+from ol.grading.grader import FAILED, TIMEOUT, Verdict, _merged
 from ol.grading.variants import describe
 
 REPORT_TAIL = 6000          # characters of pytest's report kept

@@ -12,7 +12,7 @@ def fake(*args, **kwargs):
 
 
 for name in ("ol.grading.warm", "ol.grading.roles", "ol.grading.pytest_driver", "ol.grading.collector",
-             "ol.grading.stages", "ol.grading.scheduler", "ol.grading.sandbox", "ol.grading.collector_link"):
+             "ol.grading.grader", "ol.grading.scheduler", "ol.grading.sandbox", "ol.grading.collector_link"):
     module = modules.get(name)
     for attribute in ("run_items", "_run_items", "_run_grade", "serve_collected", "verdict"):
         if module is not None and attribute in dir(module):
