@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ol.grading import confine
 from ol.grading.collector_link import SuiteBroke
-from ol.grading.sandbox import EngineFault
+from ol.grading.sandbox import SandboxFault
 from ol.grading.floors import function_floors
 from ol.grading.pitfall_tests import tests_failing_on
 from ol.grading.session import GradingFault, GradingSession, NotGraded  # noqa: F401  (NotGraded: API)
@@ -183,7 +183,7 @@ def check_module(
             except SuiteBroke as broke:
                 return stop("your tests broke the grader's connection", [str(broke), (
                     "graded tests may not write into descriptors they did not open; the suite is not graded")])
-    except EngineFault as fault:
+    except SandboxFault as fault:
         raise GradingFault(f"the grader failed: {fault}") from None
 
     pitfalls = [(p, verdicts.get(f"pitfall:{p.id}")) for p in session.mutants.pitfalls]
@@ -207,9 +207,9 @@ def check_module(
 
 
 def _mode() -> str:
-    from ol.grading.session import default_mode
+    from ol.grading.session import default_confinement
 
-    return default_mode()
+    return default_confinement()
 
 
 def _course_reason(module_id: str, ref_deps: bool, course) -> str:
@@ -255,7 +255,7 @@ def equivalent_verdicts(root: Path, module_id: str, *, tests: Path, workers: int
             grader = Grader(session, engine, time_limit=time_limit)
             grader.correct_implementations()
             verdicts = grader.variants(equivalents, repeats=False)
-    except EngineFault as fault:
+    except SandboxFault as fault:
         raise GradingFault(f"the grader failed: {fault}") from None
     return [key for key, verdict in verdicts.items() if verdict.killed]
 

@@ -12,7 +12,7 @@ import time
 
 from ol.grading import confine, protocol
 from ol.grading.protocol import FrameReader, RunRequest
-from ol.grading.sandbox import EngineFault, Sandbox
+from ol.grading.sandbox import Sandbox, SandboxFault
 from ol.grading.wire import read_available
 
 
@@ -59,7 +59,7 @@ class CollectorLink:
             if tests.control in ready:
                 message = tests.receive()
                 if message.get("id") == self.RUN_ID and self.problem is None and not self._pending_frame():
-                    raise EngineFault(self.ended(message))
+                    raise SandboxFault(self.ended(message))
             if self.control in ready:
                 for frame in self._frames():
                     if frame.kind == protocol.FRAME_DONE:
@@ -86,7 +86,7 @@ class CollectorLink:
         except OSError:
             chunk = b""
         if not chunk:
-            raise EngineFault("the process holding your collected tests closed its connection")
+            raise SandboxFault("the process holding your collected tests closed its connection")
         return self.frames.feed(chunk)
 
     def start_run(self, run_id: int, request: RunRequest, channel: socket.socket, user: int,
@@ -132,7 +132,7 @@ class CollectorLink:
         except OSError:
             chunk = b""
         if not chunk:
-            raise EngineFault("the process holding your collected tests ended during grading")
+            raise SandboxFault("the process holding your collected tests ended during grading")
         messages = []
         for frame in self.frames.feed(chunk):
             if frame.kind != protocol.FRAME_DONE or frame.run_id not in self.reports:

@@ -38,7 +38,7 @@ from ol.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, dotted_name,
 from ol.errors import OlError
 from ol.grading.chaffs import chaff_variants, load_chaffs
 from ol.grading.check import CheckResult, check_module
-from ol.grading.sandbox import EngineFault
+from ol.grading.sandbox import SandboxFault
 from ol.grading.scheduler import Run
 from ol.grading.mutants import MutantSet, Pitfall, generate_mutants
 from ol.grading.protocol import RunRequest
@@ -147,7 +147,7 @@ def _mark_possibly_equivalent(session: LocalSession, result: CheckResult, *, wor
                 Run(number, RunRequest(suite="course", mode="report", pytest_args=["-x"]),
                     Variant(s.id, by_id[s.id].source, session.reference.origin, trusted=False).request(), time_limit)
                 for number, s in runs.items()])
-    except EngineFault as fault:
+    except SandboxFault as fault:
         raise GradingFault(f"the grader failed: {fault}") from None
     possibly = {runs[number].id for number, outcome in outcomes.items() if outcome.exit == 0}
     result.survivors = [s.__class__(s.id, s.function, s.diff, possibly_equivalent=s.id in possibly)

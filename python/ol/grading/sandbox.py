@@ -30,7 +30,7 @@ OL_PACKAGE = Path(__file__).resolve().parents[1]   # the `ol` package: all a san
 READY_TIMEOUT = 180.0    # seconds a warm process may take to import numpy, pytest and the rest
 
 
-class EngineFault(Exception):
+class SandboxFault(Exception):
     """The grader's own machinery failed (a sandbox died or would not start):
     an internal fault, never a verdict."""
 
@@ -78,13 +78,13 @@ class Sandbox:
         try:
             send_message(self.control, header, self.buffers)
         except OSError as error:
-            raise EngineFault(self.died(f"it did not take its setup ({error})")) from None
+            raise SandboxFault(self.died(f"it did not take its setup ({error})")) from None
 
     def receive(self) -> dict:
         try:
             header, _ = recv_message(self.control)
         except (PeerGone, WireError, OSError) as error:
-            raise EngineFault(self.died(f"its control connection failed ({error})")) from None
+            raise SandboxFault(self.died(f"its control connection failed ({error})")) from None
         return header
 
     def died(self, what: str) -> str:

@@ -36,7 +36,7 @@ from ol.grading import confine
 from ol.grading.collector_link import CollectorLink
 from ol.grading.memory import MemoryBound
 from ol.grading.protocol import RunRequest
-from ol.grading.sandbox import OL_PACKAGE, READY_TIMEOUT, EngineFault, Sandbox, Setup, make_scratch, runtime_copy
+from ol.grading.sandbox import OL_PACKAGE, READY_TIMEOUT, Sandbox, SandboxFault, Setup, make_scratch, runtime_copy
 
 KILL_GRACE = 20.0        # seconds a killed run may take to be reported
 WALL_FACTOR = 3.0        # a run is stopped by the clock at this many times its processor time limit
@@ -190,15 +190,15 @@ class Engine:
     def _await_ready(self, sandbox: Sandbox) -> None:
         ready, _, _ = select.select([sandbox.control], [], [], READY_TIMEOUT)
         if not ready:
-            raise EngineFault(sandbox.died(f"it was not ready after {READY_TIMEOUT:.0f} s"))
+            raise SandboxFault(sandbox.died(f"it was not ready after {READY_TIMEOUT:.0f} s"))
         message = sandbox.receive()
         if message.get("event") != "ready":
-            raise EngineFault(sandbox.died(message.get("detail", "its setup failed")))
+            raise SandboxFault(sandbox.died(message.get("detail", "its setup failed")))
 
     # ---- running -----------------------------------------------------------------------
 
     def run(self, runs: list[Run], on_done: Callable[[Run, Outcome], None] | None = None) -> dict[int, Outcome]:
-        """Every run's outcome, by id.  Raises EngineFault if a sandbox fails."""
+        """Every run's outcome, by id.  Raises SandboxFault if a sandbox fails."""
         pending = list(runs)
         active: dict[int, _Active] = {}
         free_slots = list(range(self.workers))
@@ -222,7 +222,7 @@ class Engine:
                     message = sandbox.receive()
                     if self.link is not None and message.get("id") == self.link.run_id and sandbox is not impl:
                         if self.link.problem is None:   # it ended while it still had runs to serve
-                            raise EngineFault(self.link.ended(message))
+                            raise SandboxFault(self.link.ended(message))
                         continue
                     if message.get("event") == "done" and message.get("id") in active:
                         self._done(active[message["id"]], sandbox is not impl, message, impl)
@@ -237,14 +237,14 @@ class Engine:
                     free_slots.append(item.slot)
                     outcomes[run_id] = item.outcome
                     if item.outcome.fault:
-                        raise EngineFault(f"a run could not be confined: {item.outcome.fault}")
+                        raise SandboxFault(f"a run could not be confined: {item.outcome.fault}")
                     if on_done is not None:
                         on_done(item.run, item.outcome)
                 elif item.overdue(now):
                     item.expire(item.tests_side, impl)
                 elif item.lost(now):
                     tests = item.tests_side if isinstance(item.tests_side, Sandbox) else self.sandboxes["tests"]
-                    raise EngineFault(tests.died(f"run {run_id} was killed but never reported")
+                    raise SandboxFault(tests.died(f"run {run_id} was killed but never reported")
                                       if item.outcome.exit is None else impl.died(f"run {run_id}'s implementation never ended"))
         return outcomes
 

@@ -42,7 +42,7 @@ from ol.grading.wire import Decoder, Encoder, PeerGone, WireError, recv_message,
 MAX_RECORDED_CALLS = 2000   # calls whose Tensors a later backward may replay
 
 
-class Refused(AttributeError):
+class Unreachable(AttributeError):
     """A name the tests may not reach across the boundary."""
 
 
@@ -110,7 +110,7 @@ class _Server:
         except BaseException as error:  # everything the code under test raises goes back to the tests
             if isinstance(error, KeyboardInterrupt):
                 raise
-            return {"error": describe_exception(error, self.tracebacks and not isinstance(error, (WireError, Refused)))}, []
+            return {"error": describe_exception(error, self.tracebacks and not isinstance(error, (WireError, Unreachable)))}, []
         kept = decoder.still_held()
         if kept:
             reply["kept"] = [[number, self._keep(array)] for number, array in kept]
@@ -140,7 +140,7 @@ class _Server:
             try:
                 return self._reply(getattr(target, name), None, decoder)
             except WireError:
-                raise Refused(f"{name!r} cannot be reached from the tests: it is neither data nor a function "
+                raise Unreachable(f"{name!r} cannot be reached from the tests: it is neither data nor a function "
                               "or class of the code under test") from None
         if op == "setattr":
             setattr(target, self.public(header.get("name")), decoder.decode_top(header.get("value")))
@@ -196,7 +196,7 @@ class _Server:
     @staticmethod
     def public(name) -> str:
         if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
-            raise Refused(f"{name!r} is not a public name of the code under test: tests may reach only "
+            raise Unreachable(f"{name!r} is not a public name of the code under test: tests may reach only "
                           "public (not underscore) names of the module and of its objects")
         return name
 

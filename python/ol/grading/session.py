@@ -196,7 +196,7 @@ class GradingSession:
         """An Engine for these suites of the student's (none: course tests
         only), and the course tests unless course=False (not started: use it
         in a `with`)."""
-        return Engine(self.tests_setup(suites) if suites else None, self.impl_setup(), mode=mode or default_mode(),
+        return Engine(self.tests_setup(suites) if suites else None, self.impl_setup(), mode=mode or default_confinement(),
                       hidden=self.root, workers=workers, sharing=sharing,
                       course=self.course_setup() if course else None, limits=limits)
 
@@ -224,7 +224,7 @@ class GradingSession:
         return digest.hexdigest()
 
 
-def default_mode() -> str:
+def default_confinement() -> str:
     """The strongest confinement this host allows (confine.choose_mode)."""
     return confine.choose_mode()[0]
 
