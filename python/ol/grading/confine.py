@@ -11,7 +11,7 @@ README.md here).  The boundary is the kernel:
       │                               tmpfs for /tmp and the run's files
       └─ the warm process (trusted)   forks one run at a time:
           └─ run guard  (trusted)     new mount, pid, network, IPC, UTS namespaces;
-              │                       fresh tmpfs on /tmp and /dev/shm, the kit
+              │                       fresh tmpfs on /tmp and /dev/shm, its files
               │                       read-only; waits, then exits with the
               │                       run's status
               └─ run init (trusted)   pid 1 of the run: fresh /proc; dies with the
@@ -35,7 +35,7 @@ Three modes (choose_mode() picks the best the host allows):
                 profile, as on Gradescope) and the grader is root: no
                 sandbox, but each run as an unprivileged user of its own,
                 restricted by Landlock to reading the Python installation,
-                the system's libraries and its own kit and writing its own
+                the system's libraries and its own files and writing its own
                 temporary folder; no socket, SysV IPC or message queue
                 (seccomp); every process of that user killed when it ends
     UNCONFINED  a student's laptop (macOS, no bubblewrap): resource limits
@@ -67,7 +67,7 @@ UID_BLOCK = 64
 UID_BLOCKS = 1000
 UID_LOCKS = ("/run/lock", "/var/lock", "/tmp")   # where the blocks in use are locked (machine-wide)
 RUN_FAULT = os.EX_SOFTWARE   # 70: a run could not be set up or confined: the grader's fault, never a verdict
-KIT = "/kit"                  # inside the sandbox: the files a run may read
+SANDBOX_FILES = "/kit"        # inside the sandbox: the files a run may read (students see "/kit" in tracebacks)
 RUNTIME = "/opt/tinyllm-ol"   # inside the sandbox: the `ol` package, read-only
 
 # Linux's flags for unshare(2), mount(2), prctl(2) and capset(2), as <sched.h>,
@@ -260,7 +260,7 @@ def bwrap_command(ol_package: Path, hidden: Path, python: str = sys.executable) 
     command = [
         shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session",
         "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-        "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp", "--tmpfs", KIT,
+        "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp", "--tmpfs", SANDBOX_FILES,
         "--perms", "0755", "--dir", str(Path(RUNTIME).parent), "--perms", "0755", "--dir", RUNTIME,
         "--ro-bind", str(ol_package), f"{RUNTIME}/ol",
         "--hostname", "ol-sandbox", "--chdir", "/tmp", "--clearenv",
@@ -354,7 +354,7 @@ def run_confined(body, *, mode: str, user: int, limits: Limits, keep_fds: dict[i
     the run ends.  memory_fd (>= 0) is the slot's memory cgroup's
     cgroup.procs: the guard joins it first, so every process of the run is
     counted there.  readable: what a run confined by uid may read besides
-    the Python installation and the system (its kit).
+    the Python installation and the system (its files).
     """
     guard = os.fork()
     if guard:
@@ -383,8 +383,8 @@ def _guard(body, mode, user, limits, keep_fds, fault_fd, scratch, dumpable, memo
     if confined:
         _call("unshare", CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
         _call("mount", b"none", b"/", None, MS_REC | MS_PRIVATE, None)
-        _call("mount", KIT.encode(), KIT.encode(), None, MS_BIND | MS_REC, None)
-        _call("mount", b"none", KIT.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+        _call("mount", SANDBOX_FILES.encode(), SANDBOX_FILES.encode(), None, MS_BIND | MS_REC, None)
+        _call("mount", b"none", SANDBOX_FILES.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
         owner = f",uid={uid},gid={uid}" if uid is not None else ""
         _call("mount", b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, f"size=512m,mode=0700{owner}".encode())
         if os.path.isdir("/dev/shm"):

@@ -6,7 +6,7 @@ lets an unprivileged process give up access for good, for itself and
 everything it starts:
 
     read, list, execute   beneath each of `readable` (the Python installation,
-                          /usr, /etc, the libraries, the run's kit)
+                          /usr, /etc, the libraries, the run's files)
     read and write        beneath `writable` (the run's own temporary folder),
                           and /dev/null
     nothing else          no file of the grader, of the instructor, of another

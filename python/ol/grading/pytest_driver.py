@@ -150,12 +150,12 @@ def warm_hypothesis() -> None:
     _get_local_constants()
 
 
-def pytest_config(kit: Path, args: list[str]):
+def pytest_config(folder: Path, args: list[str]):
     """pytest configured once (plugins loaded, options parsed) on an empty
     folder; each run collects its suite with it."""
     from _pytest.config import _prepareconfig
 
-    empty = kit / ".empty"
+    empty = folder / ".empty"
     empty.mkdir(exist_ok=True)
     config = _prepareconfig([str(empty), "-p", "no:terminal", *args])
     config.option.tbstyle = "no"   # a verdict needs no traceback: formatting one costs more than most tests

@@ -44,15 +44,15 @@ class Role:
 
         self.setup = setup
         self.mode = setup["mode"]
-        self.kit = Path(setup["kit"])
-        self.scratch = None if self.mode == "confined" else self.kit / ".runs"  # the runs' own /tmp, outside
+        self.folder = Path(setup["files_root"])
+        self.scratch = None if self.mode == "confined" else self.folder / ".runs"  # the runs' own /tmp, outside
         self.limits = Limits(**setup.get("limits", {}))
-        self.readable = (str(self.kit), setup["sys_path"][0])   # confined by uid: the kit and `ol` (Landlock)
+        self.readable = (str(self.folder), setup["sys_path"][0])   # confined by uid: its files and `ol` (Landlock)
         sys.path[:] = setup["sys_path"]
         os.environ.clear()
         os.environ.update(setup["env"])
         sys.dont_write_bytecode = True
-        _write_kit(self.kit, files)
+        write_files(self.folder, files)
         from ol.overlay import Source, install_overlay
 
         install_overlay({name: Source.from_text(text["source"], text["origin"]) for name, text in setup["modules"].items()})
@@ -81,19 +81,19 @@ class Role:
         return {"tests": TestsRole, "impl": ImplRole}[header["role"]](header, files)
 
 
-def _write_kit(kit: Path, files: dict[str, bytes]) -> None:
+def write_files(folder: Path, files: dict[str, bytes]) -> None:
     """The run's files, readable by the runs' users, dated the epoch (a
     file's age must not tell a run how far the check has gone)."""
-    kit.mkdir(parents=True, exist_ok=True)
-    os.chmod(kit, 0o755)
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(folder, 0o755)
     for relative, data in files.items():
-        path = kit / relative
+        path = folder / relative
         if ".." in Path(relative).parts or Path(relative).is_absolute():
-            raise ValueError(f"kit path {relative!r} leaves the kit")
+            raise ValueError(f"file path {relative!r} leaves the sandbox's folder")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         os.chmod(path, 0o644)
-    for path in [kit, *kit.rglob("*")]:
+    for path in [folder, *folder.rglob("*")]:
         if path.is_dir():
             os.chmod(path, 0o755)
         os.utime(path, (0, 0))
@@ -127,9 +127,9 @@ class TestsRole(Role):
             except ImportError:
                 pass
         pytest_driver.hypothesis_profile()
-        self.config = pytest_driver.pytest_config(self.kit, setup.get("pytest_args", []))
+        self.config = pytest_driver.pytest_config(self.folder, setup.get("pytest_args", []))
         self.session = pytest_driver.pytest_session(self.config)
-        pytest_driver.precompile(self.config, [self.kit / folder for folder in setup["suites"].values()])
+        pytest_driver.precompile(self.config, [self.folder / suite for suite in setup["suites"].values()])
         pytest_driver.warm_hypothesis()
         gc.collect()
         gc.freeze()
@@ -137,7 +137,7 @@ class TestsRole(Role):
     def run(self, request) -> int:
         from ol.grading import proxy
 
-        folder = self.kit / self.setup["suites"][request.suite]
+        folder = self.folder / self.setup["suites"][request.suite]
         channel = socket.socket(fileno=CHANNEL_FD)
         if request.mode == "report":
             proxy.connect(channel)

@@ -26,7 +26,7 @@ from ol.grading import confine
 from ol.grading.protocol import RunRequest
 from ol.grading.wire import PeerGone, WireError, read_available, recv_message, send_message
 
-OL_PACKAGE = Path(__file__).resolve().parents[1]   # the `ol` package: all a sandbox sees of the kit's code
+OL_PACKAGE = Path(__file__).resolve().parents[1]   # the `ol` package: all a sandbox sees of ol's code
 READY_TIMEOUT = 180.0    # seconds a warm process may take to import numpy, pytest and the rest
 
 
@@ -37,8 +37,8 @@ class SandboxFault(Exception):
 
 @dataclass(frozen=True)
 class Setup:
-    """What a warm process is given once: its role, the files of its kit
-    (path relative to the kit -> bytes) and the rest of its setup message."""
+    """What a warm process is given once: its role, its files
+    (path relative to its folder -> bytes) and the rest of its setup message."""
 
     role: str                       # "tests" or "impl"
     header: dict
@@ -66,14 +66,15 @@ class Sandbox:
         self.stderr = bytearray()
         os.set_blocking(self.process.stderr.fileno(), False)
         header = dict(setup.header, op="setup", role=setup.role, mode=mode, limits=dataclasses.asdict(limits),
-                      kit=confine.KIT if mode == confine.CONFINED else None)
+                      files_root=confine.SANDBOX_FILES if mode == confine.CONFINED else None)
         names = list(setup.files)
         header["files"] = {name: index for index, name in enumerate(names)}
         self.header = header
         self.buffers = [setup.files[name] for name in names]
 
-    def send_setup(self, kit: str) -> None:
-        header = dict(self.header, kit=self.header["kit"] or kit)
+    def send_setup(self, scratch: str) -> None:
+        """Send the setup; outside the namespace mode the files go to `scratch`, a host folder."""
+        header = dict(self.header, files_root=self.header["files_root"] or scratch)
         header["sys_path"] = [self.runtime, *header["sys_path"]]
         try:
             send_message(self.control, header, self.buffers)
@@ -141,7 +142,7 @@ def make_scratch(mode: str = confine.UNCONFINED) -> str:
     """A private host folder for the sandboxes' files outside the namespace
     mode, marked with our pid; folders left by an `ol` that was killed are
     removed first.  Confined by uid, the runs (other users) must reach their
-    kits in it: it is then made in /tmp (TMPDIR may lie in a private
+    files in it: it is then made in /tmp (TMPDIR may lie in a private
     folder), traversable but not listable (0711)."""
     import tempfile
 
@@ -169,7 +170,7 @@ def _traversable(folder: str) -> bool:
 
 def runtime_copy(scratch: str) -> str:
     """A copy of the `ol` package that the runs' users can read (confined by
-    uid the kit's own copy may lie in a private folder); the folder to put
+    uid the checkout's own copy may lie in a private folder); the folder to put
     on sys.path."""
     runtime = Path(scratch, "runtime")
     shutil.copytree(OL_PACKAGE, runtime / "ol", ignore=shutil.ignore_patterns("__pycache__"))

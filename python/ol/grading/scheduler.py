@@ -126,7 +126,7 @@ class Engine:
         self.setups = {role: setup for role, setup in (("tests", tests), ("impl", impl), ("course", course)) if setup}
         self.mode, self.workers = mode, max(1, workers)
         self.hidden = Path(hidden)   # the repository: never visible in a sandbox
-        self.kit = None              # outside the namespace mode: a private folder of the host for the kits
+        self.scratch = None          # outside the namespace mode: a private host folder for the sandboxes' files
         self.sandboxes: dict[str, Sandbox] = {}
         self.wanted_limits = limits or confine.Limits()
         self.limits = self.wanted_limits
@@ -152,13 +152,13 @@ class Engine:
                                            per_user=os.geteuid() == 0 and self.mode != confine.UNCONFINED)
             self.limits = self.memory.limits(self.wanted_limits)
             if self.mode != confine.CONFINED:
-                self.kit = make_scratch(self.mode)
+                self.scratch = make_scratch(self.mode)
                 if self.mode == confine.BY_UID:
-                    self.runtime = runtime_copy(self.kit)
+                    self.runtime = runtime_copy(self.scratch)
             for role, setup in self.setups.items():
                 self.sandboxes[role] = Sandbox(setup, self.mode, self.hidden, self.limits, self.runtime)
             for role, sandbox in self.sandboxes.items():
-                sandbox.send_setup(self._kit_for(role))
+                sandbox.send_setup(self._scratch_for(role))
             for sandbox in self.sandboxes.values():
                 self._await_ready(sandbox)
         except BaseException:
@@ -176,16 +176,16 @@ class Engine:
         for sandbox in self.sandboxes.values():
             sandbox.close()
         self.sandboxes.clear()
-        if self.kit is not None:
-            shutil.rmtree(self.kit, ignore_errors=True)
-            self.kit = None
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
         if self.memory is not None:
             self.memory.close()
         if self.users is not None:
             self.users.close()
 
-    def _kit_for(self, role: str) -> str:
-        return os.path.join(self.kit, role) if self.kit else ""
+    def _scratch_for(self, role: str) -> str:
+        return os.path.join(self.scratch, role) if self.scratch else ""
 
     def _await_ready(self, sandbox: Sandbox) -> None:
         ready, _, _ = select.select([sandbox.control], [], [], READY_TIMEOUT)
