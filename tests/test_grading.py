@@ -194,7 +194,7 @@ def test_the_report_names_every_test_that_fails_on_a_pitfall_in_file_order(tmp_p
         outcomes = engine.run(runs)
     expected = {}
     for number, variant in enumerate(variants):
-        said = next(line["outcomes"] for line in outcomes[number].report if "outcomes" in line)
+        said = next(line["outcomes"] for line in outcomes[number].notes if "outcomes" in line)
         expected[variant.key.split(":", 1)[1]] = tuple(t for t, o in said.items() if o in ("failed", "error"))
     assert {p.id: p.tests for p in result.pitfalls} == expected
     assert any(len(tests) > 1 for tests in expected.values()), "a pitfall more than one test catches"
@@ -641,7 +641,7 @@ def test_a_run_killed_at_its_processor_time_limit_is_a_timeout_not_a_crash():
     from ol.grading.grader import CRASHED
 
     limit = 3.0
-    at_limit = Outcome(1, exit=128 + signal.SIGKILL, cpu_seconds=4.01, report=[{"running": "t.py::test_forever"}])
+    at_limit = Outcome(1, exit=128 + signal.SIGKILL, cpu_seconds=4.01, notes=[{"running": "t.py::test_forever"}])
     assert Grader.verdict("mutant-1", at_limit, limit).status == TIMEOUT
     early = dataclasses.replace(at_limit, cpu_seconds=0.2)
     assert Grader.verdict("mutant-1", early, limit).status == CRASHED

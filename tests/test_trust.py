@@ -515,11 +515,11 @@ HOSTILE = [
                                            b'{"at": 1}', b'{"collected": ["x"]}', b"\xff"]), max_size=400)
                  .map(b"".join)))
 def test_the_report_parser_keeps_only_well_formed_lines_and_never_raises(data):
-    lines = protocol.parse_report(data)
+    lines = protocol.parse_notes(data)
     for line in lines:
-        assert line and set(line) <= set(protocol.REPORT_FIELDS)
+        assert line and set(line) <= set(protocol.NOTE_FIELDS)
         for key, value in line.items():
-            assert protocol._checked(protocol.REPORT_FIELDS[key], value) == value
+            assert protocol._checked(protocol.NOTE_FIELDS[key], value) == value
     try:
         protocol.loads_bounded(data, 64)   # ValueError is its one way to refuse
     except ValueError:

@@ -7,7 +7,7 @@ which runs the suite's code in this process, then forks one run per request.
 Each run starts from the state right after collection, the same for every
 run, and gets new user, mount, network, IPC and pid namespaces, a fresh /tmp
 and /dev/shm, its capabilities dropped, and only its own two descriptors
-(the channel to its implementation and its report to the observer); shared
+(the channel to its implementation and its notes to the observer); shared
 memory mapped while collecting is unmapped, and every process started while
 collecting is killed before the first run.  So no run can leave anything for
 a later one: not a file, a socket, shared memory, a process, a signal.
@@ -195,7 +195,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                 order = [from_bytes(buffer[run_size + 2 * i:run_size + 2 + 2 * i], byte_order) for i in range(count)]
                 buffer = buffer[run_size + 2 * count:]
                 run_all = run_all == 1
-                channel, report = fds[0], fds[1]
+                channel, notes = fds[0], fds[1]
                 memory = fds[2] if descriptors > 2 else -1
                 fds = fds[descriptors:]
                 status_read, status_write = make_pipe()
@@ -247,9 +247,9 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                             setrlimit(kind_, value)
                         if cpu_seconds > 0:               # SIGXCPU at the limit, SIGKILL a second later
                             setrlimit(rlimit_cpu, (cpu_seconds, cpu_seconds + 1))
-                        kept_channel, kept_report = dup(channel), dup(report)
+                        kept_channel, kept_notes = dup(channel), dup(notes)
                         dup2(kept_channel, 3)
-                        dup2(kept_report, 4)
+                        dup2(kept_notes, 4)
                         closerange(5, max_fd)
                         null = open_(b"/dev/null", rdonly)
                         dup2(null, 0), dup2(null, 1), dup2(null, 2)
@@ -259,7 +259,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                     finally:
                         exit_(code)
                 close(channel)
-                close(report)
+                close(notes)
                 if memory >= 0:
                     close(memory)
                 close(status_write)

@@ -25,7 +25,7 @@ class CollectorLink:
     """The local check's collected suite (ol.grading.collector), seen from here.
 
     It is started once, as a run of the tests' sandbox; each graded run is
-    then one frame to it, carrying the run's channel, a report socket whose
+    then one frame to it, carrying the run's channel, a notes socket whose
     other end stays here, and the run's memory group.  It is the suite's own
     process: what it says about a run is the suite's claim, blind to which
     variant the run served (README.md: what the local check guarantees), and
@@ -40,7 +40,7 @@ class CollectorLink:
         theirs.close()
         self.run_id, self.control = self.RUN_ID, ours
         self.frames = FrameReader()
-        self.reports: dict[int, tuple[socket.socket, bytearray, int]] = {}   # run id -> report socket, data, memory fd
+        self.notes: dict[int, tuple[socket.socket, bytearray, int]] = {}   # run id -> notes socket, data, memory fd
         self.collected: list[str] = []
         self.listed: set[int] = set()     # runs whose report should name the collected tests
         self.problem: dict | None = None
@@ -82,7 +82,7 @@ class CollectorLink:
 
     def _frames(self) -> list[protocol.Frame]:
         try:
-            chunk = self.control.recv(protocol.MAX_REPORT_BYTES)
+            chunk = self.control.recv(protocol.MAX_NOTES_BYTES)
         except OSError:
             chunk = b""
         if not chunk:
@@ -99,7 +99,7 @@ class CollectorLink:
         frame = protocol.run_frame(run_id, request.all_tests, len(fds), request.cpu_seconds, order)
         socket.send_fds(self.control, [frame], fds)
         theirs.close()
-        self.reports[run_id] = (ours, bytearray(), memory_fd)
+        self.notes[run_id] = (ours, bytearray(), memory_fd)
         if request.list_tests:
             self.listed.add(run_id)
 
@@ -117,12 +117,12 @@ class CollectorLink:
     def watched(self) -> list:
         if self.problem is not None:   # the suite did not collect: nothing more comes from it
             return []
-        return [self.control] + [sock for sock, _, _ in self.reports.values()]
+        return [self.control] + [sock for sock, _, _ in self.notes.values()]
 
     def read(self, ready: list) -> list[dict]:
-        """"done" messages for the runs that ended, with their reports.
+        """"done" messages for the runs that ended, with their notes.
         Raises SuiteBroke if the collector writes what is not a frame."""
-        for run_id, (sock, data, _) in self.reports.items():
+        for run_id, (sock, data, _) in self.notes.items():
             if sock in ready:
                 read_available(sock, data)
         if self.control not in ready:
@@ -135,16 +135,16 @@ class CollectorLink:
             raise SandboxFault("the process holding your collected tests ended during grading")
         messages = []
         for frame in self.frames.feed(chunk):
-            if frame.kind != protocol.FRAME_DONE or frame.run_id not in self.reports:
+            if frame.kind != protocol.FRAME_DONE or frame.run_id not in self.notes:
                 continue   # not a run in flight
-            sock, data, _ = self.reports.pop(frame.run_id)
+            sock, data, _ = self.notes.pop(frame.run_id)
             read_available(sock, data)
             sock.close()
-            report = protocol.parse_report(data)
+            notes = protocol.parse_notes(data)
             if frame.run_id in self.listed:
                 self.listed.discard(frame.run_id)
-                report.insert(0, {"collected": list(self.collected)})
-            messages.append({"event": "done", "id": frame.run_id, "exit": frame.exit, "report": report,
+                notes.insert(0, {"collected": list(self.collected)})
+            messages.append({"event": "done", "id": frame.run_id, "exit": frame.exit, "notes": notes,
                              "cpu": frame.cpu_ms / 1000})
         if self.frames.broken:
             raise SuiteBroke(f"the process holding your collected tests wrote {self.frames.broken}")
@@ -153,10 +153,10 @@ class CollectorLink:
     def ended(self, message: dict) -> str:
         return (f"the process holding your collected tests ended ({confine.describe_exit(message.get('exit'))})"
                 + (f": {message['fault']}" if message.get("fault") else "")
-                + (f": {_lines_text(message.get('report', []))}" if message.get("report") else ""))
+                + (f": {_lines_text(message.get('notes', []))}" if message.get("notes") else ""))
 
     def close(self) -> None:
-        for sock, _, _ in self.reports.values():
+        for sock, _, _ in self.notes.values():
             sock.close()
         self.control.close()
 

@@ -20,7 +20,7 @@ README.md here).  The boundary is the kernel:
                   └─ the run          resource limits, then (as root) an
                                       unprivileged user of its own with no
                                       capabilities and no_new_privs; only its
-                                      channel and report descriptors open
+                                      channel and notes descriptors open
 
 Every confined run also starts with a fresh, empty session keyring and no
 way to use the kernel's keyrings at all (ol.grading.syscalls), and in a

@@ -140,7 +140,7 @@ class Grader:
         for run_id, variant in runs.items():
             outcome = outcomes[run_id]
             self._check_implementation(variant, outcome)
-            report = _merged(outcome.report)
+            report = _merged(outcome.notes)
             if outcome.exit == EXIT_COLLECT and "problem" in report:
                 raise SuiteProblem("your tests could not be run",
                                    ["your tests do not collect (an error while importing them):",
@@ -150,7 +150,7 @@ class Grader:
                     "pytest found no tests in your test folder: name files test_*.py and functions test_*"])
             if variant.key == "reference" and "collected" in report:
                 self.collected = list(report["collected"])
-                self.durations = _durations(outcome.report)
+                self.durations = _durations(outcome.notes)
             verdicts.append(self.verdict(variant.key, outcome, self.time_limit))
         self.reference_seconds = max(processor_seconds(outcomes[run_id]) for run_id in runs)
         return verdicts
@@ -214,7 +214,7 @@ class Grader:
 
     @staticmethod
     def verdict(key: str, outcome: Outcome, limit: float) -> Verdict:
-        report = outcome.report
+        report = outcome.notes
         failed = tuple(str(line["failed"]) for line in report if "failed" in line)[:MAX_REPORTED_FAILURES]
         running = next((str(line["running"]) for line in reversed(report) if "running" in line), None)
         impl_out_of_time = (out_of_processor_time(outcome.impl_exit, outcome.impl_cpu_seconds, limit)
@@ -246,7 +246,7 @@ class Grader:
         if not variant.is_trusted:
             return
         if outcome.impl_exit == 128 + signal.SIGKILL and not outcome.impl_stopped:
-            said = _merged(outcome.impl_report).get("internal", "")
+            said = _merged(outcome.impl_notes).get("internal", "")
             raise GradingFault(
                 f"the implementation process of {describe(variant.key)} ended on its own "
                 f"({describe_exit(outcome.impl_exit)}) during a run: an internal fault of the grader, not a verdict"
@@ -273,7 +273,7 @@ def out_of_processor_time(exit: int | None, cpu: float | None, limit: float) -> 
 
 
 def _course_run(outcome: Outcome, limit: float) -> CourseRun:
-    report = _merged(outcome.report)
+    report = _merged(outcome.notes)
     out_of_time = (outcome.timed_out or out_of_processor_time(outcome.exit, outcome.cpu_seconds, limit)
                    or (outcome.exit != 0 and out_of_processor_time(outcome.impl_exit, outcome.impl_cpu_seconds, limit)))
     return CourseRun(ok=outcome.exit == 0, outcomes=report.get("outcomes", {}),
@@ -289,7 +289,7 @@ def _durations(report: list[dict]) -> dict[str, float]:
 
 
 def _merged(report: list[dict]) -> dict:
-    """A run's report lines as one dict (later keys win)."""
+    """A run's notes as one dict (later keys win)."""
     merged: dict = {}
     for line in report:
         if isinstance(line, dict):

@@ -74,7 +74,7 @@ def tests_failing_on(grader, variants: list[Variant], known: Known | None = None
 
 def _failed(outcome) -> list[str]:
     """The tests a run says failed, and the one it was still running when its time was up."""
-    report = [line for line in outcome.report if isinstance(line, dict)]
+    report = [line for line in outcome.notes if isinstance(line, dict)]
     failed = [str(line["failed"]) for line in report if "failed" in line]
     if outcome.timed_out:
         failed += [str(line["running"]) for line in report[-1:] if "running" in line]

@@ -2,17 +2,17 @@
 here by functions that never raise on what a run wrote.
 
     observer ──run request──> warm process ──fork──> run
-    observer <──"done" + report lines── warm process <──report lines── run
+    observer <──"done" + notes── warm process <──notes── run
     observer <──frames──> collector (the shared mode's collected suite)
 
 Three kinds of message:
 
     run request     what the observer asks a warm process to run (RunRequest):
                     trusted, built by the observer, carried by ol.grading.wire
-    report lines    JSON lines a run writes to its report descriptor: what it
+    notes           JSON lines a run writes to its notes descriptor: what it
                     collected, which test it is running, which failed, pytest's
                     own report.  UNTRUSTED: the run is the student's code.
-                    parse_report() keeps the lines that match REPORT_FIELDS and
+                    parse_notes() keeps the lines that match NOTE_FIELDS and
                     drops the rest
     frames          between the observer and the collector (ol.grading.collector),
                     little-endian, fixed layouts (FRAME_* below).  Frames from the
@@ -20,11 +20,11 @@ Three kinds of message:
                     FrameReader takes any bytes and yields frames or says it is
                     broken, never more
 
-Bounds: a report holds at most MAX_REPORT_BYTES; a report line at most
+Bounds: a run's notes hold at most MAX_NOTES_BYTES; a note line at most
 MAX_LINE_BRACKETS brackets outside its strings (every field is flat: a
 string, a number, a list of strings or a dict of strings), so json.loads
 never recurses deeply; a frame's body at most MAX_FRAME_BYTES.  Whatever a
-run writes can lose that run's report lines, never stop the process that
+run writes can lose that run's notes, never stop the process that
 reads them.
 """
 
@@ -36,7 +36,7 @@ import re
 import struct
 from dataclasses import dataclass, field, fields
 
-MAX_REPORT_BYTES = 1 << 20        # per run: the rest is dropped
+MAX_NOTES_BYTES = 1 << 20        # per run: the rest is dropped
 MAX_LINE_BRACKETS = 8             # [ and { outside strings, per line
 MAX_TEXT = 64 << 10               # characters of one text field (pytest's report: 60000)
 MAX_LIST = 100_000                # items of a list or dict field (test ids)
@@ -88,10 +88,10 @@ class RunRequest:
         return request
 
 
-# ---- report lines (run -> warm process -> observer; untrusted) --------------------------------
+# ---- notes (run -> warm process -> observer; untrusted) --------------------------------
 
 TEXT, NUMBER, TEXTS, TEXT_MAP = "text", "number", "texts", "text map"
-REPORT_FIELDS = {
+NOTE_FIELDS = {
     "collected": TEXTS,      # the suite's test ids, in collection order
     "running": TEXT,         # the test the run is starting
     "at": NUMBER,            # when it started it (time.monotonic)
@@ -123,28 +123,28 @@ def loads_bounded(data: bytes | bytearray, max_depth: int):
         raise ValueError(f"JSON nested deeper than {max_depth}") from None
 
 
-def report_line(**message) -> bytes:
-    """A report line as a run writes it."""
+def note_line(**message) -> bytes:
+    """A note line as a run writes it."""
     return (json.dumps(message) + "\n").encode()
 
 
-def parse_report(data: bytes | bytearray) -> list[dict]:
-    """The report lines in `data` that match REPORT_FIELDS, each as a dict
+def parse_notes(data: bytes | bytearray) -> list[dict]:
+    """The notes in `data` that match NOTE_FIELDS, each as a dict
     of its known fields.  Never raises: a line that is not UTF-8 JSON, holds
     a field of the wrong type or nests deeper than a flat line can is
-    dropped, and bytes past MAX_REPORT_BYTES are not read."""
+    dropped, and bytes past MAX_NOTES_BYTES are not read."""
     lines = []
-    for raw in bytes(data[:MAX_REPORT_BYTES]).split(b"\n"):
-        line = parse_report_line(raw)
+    for raw in bytes(data[:MAX_NOTES_BYTES]).split(b"\n"):
+        line = parse_note_line(raw)
         if line is not None:
             lines.append(line)
     return lines
 
 
-def parse_report_line(raw: bytes) -> dict | None:
-    """One report line as a dict of its known fields, or None."""
+def parse_note_line(raw: bytes) -> dict | None:
+    """One note line as a dict of its known fields, or None."""
     raw = raw.strip()
-    if not raw.startswith(b"{") or len(raw) > MAX_REPORT_BYTES:
+    if not raw.startswith(b"{") or len(raw) > MAX_NOTES_BYTES:
         return None
     outside = _STRING.sub(b"", raw)
     if outside.count(b"[") + outside.count(b"{") > MAX_LINE_BRACKETS:
@@ -157,7 +157,7 @@ def parse_report_line(raw: bytes) -> dict | None:
         return None
     line = {}
     for key, item in value.items():
-        kind = REPORT_FIELDS.get(key)
+        kind = NOTE_FIELDS.get(key)
         if kind is None:
             continue
         checked = _checked(kind, item)
@@ -187,7 +187,7 @@ def _checked(kind: str, value):
 # ---- frames (observer <-> collector) ---------------------------------------------------------
 #
 #   observer -> collector   b"R" u32 run id, u8 run all, u8 descriptors, u32 processor seconds, u16 n,
-#                           n x u16 test index; with SCM_RIGHTS the descriptors: channel, report,
+#                           n x u16 test index; with SCM_RIGHTS the descriptors: channel, notes,
 #                           and the run's memory group's cgroup.procs where there is one
 #                           b"K" u32 run id                                   kill that run
 #   collector -> observer   b"C" u32 n, then n bytes: the test ids joined by newlines

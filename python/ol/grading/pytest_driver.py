@@ -30,11 +30,13 @@ WARM_MODULES = ("numpy.random", "numpy.testing", "numpy.linalg", "hypothesis.str
                 "dataclasses", "typing", "inspect")
 
 
-class Notes(Protocol):
+class NoteTaker(Protocol):
+    """Where a run writes its notes (ol.grading.roles.Notes): information, never a verdict."""
+
     def send(self, **message) -> None: ...
 
 
-def collect(session, folder: Path, report: Notes) -> tuple:
+def collect(session, folder: Path, notes: NoteTaker) -> tuple:
     """The suite's tests: (items, their ids), or (exit code, {"problem": ...}):
     EXIT_COLLECT when it does not collect, EXIT_EMPTY when it holds no test."""
     config = session.config
@@ -60,14 +62,14 @@ def collect(session, folder: Path, report: Notes) -> tuple:
     return items, [str(item.nodeid) for item in items]
 
 
-def run_items(items: list, run_all: bool, report: Notes) -> int:
+def run_items(items: list, run_all: bool, notes: NoteTaker) -> int:
     """Run the tests in this order; stop at the first failure unless run_all.
     Exit 0 all passed, 1 a test failed."""
     from _pytest.runner import runtestprotocol
 
     failed = []
     for index, item in enumerate(items):
-        report.send(running=item.nodeid, at=time.monotonic())
+        notes.send(running=item.nodeid, at=time.monotonic())
         following = items[index + 1] if index + 1 < len(items) else None
         try:
             item_failed = any(r.failed for r in runtestprotocol(item, nextitem=following, log=False))
@@ -75,14 +77,14 @@ def run_items(items: list, run_all: bool, report: Notes) -> int:
             item_failed, following = True, None
         if item_failed:
             failed.append(item.nodeid)
-            report.send(failed=item.nodeid)
+            notes.send(failed=item.nodeid)
             if not run_all or following is None:
                 break
-    report.send(ended=time.monotonic())
+    notes.send(ended=time.monotonic())
     return EXIT_FAILED if failed else EXIT_PASSED
 
 
-def run_pytest(folder: Path, report: Notes, extra: list[str], base: list[str]) -> int:
+def run_pytest(folder: Path, notes: NoteTaker, extra: list[str], base: list[str]) -> int:
     """pytest's own run with its terminal report (short tracebacks), and every
     test's outcome; the exit code is pytest's."""
     import pytest
@@ -110,7 +112,7 @@ def run_pytest(folder: Path, report: Notes, extra: list[str], base: list[str]) -
         code = pytest.main([str(folder), "--tb=short", "-rfE", "--color=no", "-p", "no:cacheprovider",
                             *base, *extra], plugins=[Outcomes()])
         sys.stdout.flush()
-    report.send(outcomes=outcomes, failures=failures, output=output.read_text(errors="replace")[-60000:])
+    notes.send(outcomes=outcomes, failures=failures, output=output.read_text(errors="replace")[-60000:])
     return int(code)
 
 

@@ -49,7 +49,7 @@ def rejected_tests(grader, session, verdicts: list[Verdict]) -> Rejected:
     runs = {grader._id(): variants[v.key] for v in verdicts if v.status != TIMEOUT}   # a hang would hang again
     outcomes = grader.engine.run([Run(run_id, RunRequest(suite="student", mode="report"), variant.request(),
                                       grader.time_limit) for run_id, variant in runs.items()])
-    reports = {variant.key: _merged(outcomes[run_id].report) for run_id, variant in runs.items()}
+    reports = {variant.key: _merged(outcomes[run_id].notes) for run_id, variant in runs.items()}
     reports.update({v.key: {} for v in verdicts if v.key not in reports})
     order = {test: n for n, test in enumerate(grader.collected)}
     found: dict[str, dict] = {}

@@ -10,7 +10,7 @@ from the setup message; run() is called in each forked run):
                   serves it on its channel (ol.grading.serve).
 
 A run holds two descriptors: CHANNEL_FD (to the other side of its run) and
-REPORT_FD (what it says, for the report: information, never a verdict).
+NOTES_FD (what it says, for the report: information, never a verdict).
 pytest and Hypothesis are driven by ol.grading.pytest_driver.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 from ol.grading import pytest_driver
 from ol.grading.pytest_driver import EXIT_COLLECT, WARM_MODULES
 
-CHANNEL_FD, REPORT_FD = 3, 4
+CHANNEL_FD, NOTES_FD = 3, 4
 
 
 def traceback_text(error: BaseException) -> str:
@@ -63,16 +63,16 @@ class Role:
             return dataclasses.replace(self.limits, cpu_seconds=request.cpu_seconds)
         return self.limits
 
-    def run_reporting(self, request) -> int:
+    def run_or_fault(self, request) -> int:
         """run(request); an exception of ours (not of the code under test,
-        which run() handles) is written to the report and exits
+        which run() handles) is written to its notes and exits
         confine.RUN_FAULT."""
         from ol.grading.confine import RUN_FAULT
 
         try:
             return self.run(request)
         except BaseException as error:
-            _Report(REPORT_FD).send(internal=traceback_text(error))
+            Notes(NOTES_FD).send(internal=traceback_text(error))
             return RUN_FAULT
 
     @staticmethod
@@ -141,12 +141,12 @@ class TestsRole(Role):
         channel = socket.socket(fileno=CHANNEL_FD)
         if request.mode == "report":
             proxy.connect(channel)
-            return pytest_driver.run_pytest(folder, _Report(REPORT_FD), request.pytest_args, self.setup.get("pytest_args", []))
+            return pytest_driver.run_pytest(folder, Notes(NOTES_FD), request.pytest_args, self.setup.get("pytest_args", []))
         if request.mode == "collect":   # the local check: collect once, serve many runs
             from ol.grading.collector import serve_collected
 
             def collect():
-                collected = pytest_driver.collect(self.session, folder, _Report(REPORT_FD))
+                collected = pytest_driver.collect(self.session, folder, Notes(NOTES_FD))
                 if proxy.called_unconnected:   # module-level calls need a variant: collect in every run
                     return EXIT_COLLECT, {"problem": "isolate"}
                 return collected
@@ -155,21 +155,21 @@ class TestsRole(Role):
                 proxy.connect(socket.socket(fileno=CHANNEL_FD))
                 ranked = [items[i] for i in order if 0 <= i < len(items)]
                 rest = [item for item in items if item not in ranked]
-                return pytest_driver.run_items(ranked + rest, run_all, _Report(REPORT_FD))
+                return pytest_driver.run_items(ranked + rest, run_all, Notes(NOTES_FD))
 
             return serve_collected(channel.detach(), collect, run_items, self.limits)
-        report = _Report(REPORT_FD)
+        notes = Notes(NOTES_FD)
         proxy.connect(channel)   # a call at import time reaches this run's own variant
-        collected = pytest_driver.collect(self.session, folder, report)
+        collected = pytest_driver.collect(self.session, folder, notes)
         if isinstance(collected[0], int):
-            report.send(**collected[1])
+            notes.send(**collected[1])
             return collected[0]
         items, ids = collected
         if request.list_tests:
-            report.send(collected=ids)
+            notes.send(collected=ids)
         rank = {test: n for n, test in enumerate(request.order)}
         items.sort(key=lambda item: rank.get(item.nodeid, len(rank)))
-        return pytest_driver.run_items(items, request.all_tests, report)
+        return pytest_driver.run_items(items, request.all_tests, notes)
 
 
 class ImplRole(Role):
@@ -223,16 +223,16 @@ class _Broken:
                           f"{type(self.error).__name__}: {self.error}") from self.error
 
 
-class _Report:
+class Notes:
     """JSON lines to the warm process: information for the student's report."""
 
     def __init__(self, fd: int):
         self.fd = fd
 
     def send(self, **message) -> None:
-        from ol.grading.protocol import report_line
+        from ol.grading.protocol import note_line
 
-        data = report_line(**message)
+        data = note_line(**message)
         try:
             while data:
                 data = data[os.write(self.fd, data):]

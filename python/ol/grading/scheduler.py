@@ -14,7 +14,7 @@ kernel (RLIMIT_CPU), so a verdict does not depend on how loaded the machine
 is; this process's own clock stops a run only at WALL_FACTOR times that (a
 run that sleeps or blocks uses no processor).
 
-What runs write is read by ol.grading.protocol alone: report lines and
+What runs write is read by ol.grading.protocol alone: notes and
 collector frames, bounded, never raising.  In the shared mode the tests' runs
 are forked by the collected suite, reached through ol.grading.collector_link.
 """
@@ -69,9 +69,9 @@ class Outcome:
     exit: int | None = None          # the tests run's exit status; None if it ran out of time
     seconds: float = 0.0
     timed_out: bool = False
-    report: list[dict] = field(default_factory=list)   # what the tests run said: information only
+    notes: list[dict] = field(default_factory=list)   # what the tests run said: information only
     impl_exit: int | None = None
-    impl_report: list[dict] = field(default_factory=list)
+    impl_notes: list[dict] = field(default_factory=list)
     impl_stopped: bool = False       # the implementation run was ended on the observer's request
     fault: str | None = None         # the sandbox failed to confine or run it
     cpu_seconds: float | None = None         # processor time of the tests run, all its processes (None: unknown)
@@ -272,7 +272,7 @@ class Engine:
                     self.sharing, side = "isolated", tests
                 elif side.problem is not None:   # the suite does not collect: every run says so
                     item = _Active(run, slot, side)
-                    self._done(item, True, {"exit": side.problem_exit, "report": [side.problem]}, impl)
+                    self._done(item, True, {"exit": side.problem_exit, "notes": [side.problem]}, impl)
                     return item
             side.start_run(run.id, request, theirs, self.user(tests_slot(slot)), self.memory_fd(tests_slot(slot)))
         finally:
@@ -289,7 +289,7 @@ class Engine:
 
 
 class _Active:
-    """One run in flight on the warm processes: both sides' reports, the deadline."""
+    """One run in flight on the warm processes: both sides' notes, the deadline."""
 
     def __init__(self, run: Run, slot: int, tests_side):
         self.run, self.slot, self.tests_side = run, slot, tests_side
@@ -310,13 +310,13 @@ class _Active:
             if not self.outcome.timed_out:
                 self.outcome.exit = int(message["exit"])
                 self.outcome.seconds = time.monotonic() - self.started
-            self.outcome.report = list(message.get("report", []))
+            self.outcome.notes = list(message.get("notes", []))
             self.outcome.cpu_seconds = message.get("cpu")
         else:
             self.impl_done = True
             self.outcome.impl_exit = int(message["exit"])
             self.outcome.impl_stopped = bool(message.get("stopped"))
-            self.outcome.impl_report = list(message.get("report", []))
+            self.outcome.impl_notes = list(message.get("notes", []))
             self.outcome.impl_cpu_seconds = message.get("cpu")
 
     def finished(self) -> bool:

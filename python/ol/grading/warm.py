@@ -8,7 +8,7 @@ what every run needs (its role: ol.grading.roles), then forks runs on
 request (ol.grading.confine does the confining) and reports how each ended.
 
 A run's verdict is its exit status, seen by this process's waitpid and
-passed on as such; what the run writes to its report pipe (the tests it
+passed on as such; what the run writes to its notes pipe (the tests it
 collected, the one it is running, the failures) is information for the
 student's report, never a verdict.  A run learns nothing of which job it is:
 the tests' runs get the same request every time; only the implementation
@@ -18,12 +18,12 @@ Messages (ol.grading.wire; the run's channel, and its memory group's
 cgroup.procs where there is one, travel as SCM_RIGHTS):
     -> {"op": "setup", ...}          <- {"event": "ready"} | {"event": "fault"}
     -> {"op": "run", "id": n, ...}   <- {"event": "done", "id": n, "exit": code, "stopped": bool,
-       (protocol.RunRequest)             "report": [...], "cpu": seconds}
+       (protocol.RunRequest)             "notes": [...], "cpu": seconds}
     -> {"op": "kill", "id": n}       (the run's "done" follows)
     -> {"op": "quit"}
 
-The report lines a run writes are read by protocol.parse_report alone: a
-run that writes anything at all there loses its own report lines, nothing
+The notes a run writes are read by protocol.parse_notes alone: a
+run that writes anything at all there loses its own notes, nothing
 more.
 """
 
@@ -35,7 +35,7 @@ import select
 import signal
 import socket
 
-from ol.grading.roles import CHANNEL_FD, REPORT_FD, Role, traceback_text
+from ol.grading.roles import CHANNEL_FD, NOTES_FD, Role, traceback_text
 
 
 def main(control_fd: int) -> None:
@@ -73,15 +73,15 @@ def _send_safely(control, message) -> None:
 
 
 class _Run:
-    def __init__(self, run_id, guard: int, report_fd: int, fault_fd: int):
-        self.id, self.guard, self.report_fd, self.fault_fd = run_id, guard, report_fd, fault_fd
-        self.report = bytearray()
+    def __init__(self, run_id, guard: int, notes_fd: int, fault_fd: int):
+        self.id, self.guard, self.notes_fd, self.fault_fd = run_id, guard, notes_fd, fault_fd
+        self.notes = bytearray()
         self.fault = bytearray()
         self.stopped = False     # killed on the observer's request
 
     def buffer(self, name: str) -> bytearray:
-        """Where what the run wrote on its pipe `name` ("report_fd", "fault_fd") is kept."""
-        return self.report if name == "report_fd" else self.fault
+        """Where what the run wrote on its pipe `name` ("notes_fd", "fault_fd") is kept."""
+        return self.notes if name == "notes_fd" else self.fault
 
 
 class Loop:
@@ -99,7 +99,7 @@ class Loop:
 
     def serve(self) -> None:
         while True:
-            readable = [self.control, self.wake_read] + [fd for r in self.runs.values() for fd in (r.report_fd, r.fault_fd) if fd >= 0]
+            readable = [self.control, self.wake_read] + [fd for r in self.runs.values() for fd in (r.notes_fd, r.fault_fd) if fd >= 0]
             ready, _, _ = select.select(readable, [], [], 1.0)
             for fd in ready:
                 if fd is self.control:
@@ -137,12 +137,12 @@ class Loop:
         request = RunRequest.from_header(header)
         channel = fds[0] if fds else -1
         memory = fds[1] if len(fds) > 1 else -1
-        report_read, report_write = os.pipe()
+        notes_read, notes_write = os.pipe()
         fault_read, fault_write = os.pipe()
-        keep = {report_write: REPORT_FD}
+        keep = {notes_write: NOTES_FD}
         if channel >= 0:
             keep[channel] = CHANNEL_FD
-        body = lambda moved: self.role.run_reporting(request)  # noqa: E731
+        body = lambda moved: self.role.run_or_fault(request)  # noqa: E731
         limits = self.role.limits_for(request)
         if request.trusted:  # a variant of the course's own module: no need to confine it
             guard = confine.run_plain(body, limits=limits, keep_fds=keep, memory_fd=memory)
@@ -152,11 +152,11 @@ class Loop:
                 scratch=self.role.scratch, dumpable=request.mode == "collect", memory_fd=memory,
                 readable=self.role.readable,
             )
-        for fd in (report_write, fault_write, *fds):
+        for fd in (notes_write, fault_write, *fds):
             os.close(fd)
-        for fd in (report_read, fault_read):
+        for fd in (notes_read, fault_read):
             fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
-        self.runs[guard] = _Run(header.get("id"), guard, report_read, fault_read)
+        self.runs[guard] = _Run(header.get("id"), guard, notes_read, fault_read)
 
     def drain(self, fd: int) -> None:
         """One chunk of a run's pipe, kept up to the protocol's bound; closed
@@ -164,7 +164,7 @@ class Loop:
         from ol.grading.wire import read_available
 
         for run in self.runs.values():
-            for name in ("report_fd", "fault_fd"):
+            for name in ("notes_fd", "fault_fd"):
                 if getattr(run, name) == fd:
                     if read_available(fd, run.buffer(name), most=1):
                         os.close(fd)
@@ -173,7 +173,7 @@ class Loop:
 
     def reap(self) -> None:
         from ol.grading.confine import exit_code
-        from ol.grading.protocol import MAX_REPORT_BYTES
+        from ol.grading.protocol import MAX_NOTES_BYTES
         from ol.grading.wire import READ_CHUNK, read_available
 
         while self.runs:
@@ -186,21 +186,21 @@ class Loop:
             run = self.runs.pop(pid, None)
             if run is None:
                 continue
-            for name in ("report_fd", "fault_fd"):  # what is there now; a grandchild may hold the pipe
+            for name in ("notes_fd", "fault_fd"):  # what is there now; a grandchild may hold the pipe
                 fd = getattr(run, name)
                 if fd >= 0:                          # reads enough to fill the bound, no more
-                    read_available(fd, run.buffer(name), most=MAX_REPORT_BYTES // READ_CHUNK + 1)
+                    read_available(fd, run.buffer(name), most=MAX_NOTES_BYTES // READ_CHUNK + 1)
                     os.close(fd)
             self.done(run, exit_code(status), usage.ru_utime + usage.ru_stime)
 
     def done(self, run: _Run, code: int, cpu: float) -> None:
         """The run's "done": its exit status, its processor time (the guard
-        and everything it waited for: the whole run), its report lines."""
-        from ol.grading.protocol import parse_report
+        and everything it waited for: the whole run), its notes."""
+        from ol.grading.protocol import parse_notes
         from ol.grading.wire import send_message
 
         message = {"event": "done", "id": run.id, "exit": code, "stopped": run.stopped,
-                   "report": parse_report(run.report), "cpu": round(cpu, 4)}
+                   "notes": parse_notes(run.notes), "cpu": round(cpu, 4)}
         if run.fault:
             message["fault"] = run.fault.decode(errors="replace")[-4000:]
         send_message(self.control, message)

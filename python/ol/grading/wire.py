@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ol.grading.protocol import MAX_REPORT_BYTES, loads_bounded
+from ol.grading.protocol import MAX_NOTES_BYTES, loads_bounded
 
 MAX_MESSAGE_BYTES = 1 << 30       # 1 GiB: far above any RoPE test's arrays
 MAX_BUFFERS = 1 << 16
@@ -112,7 +112,7 @@ def _recv_exactly(sock: socket.socket, size: int, at_start: bool = False) -> byt
 Hook = Callable[[object, "Encoder"], object]
 
 
-def read_available(source: int | socket.socket, buffer: bytearray, limit: int = MAX_REPORT_BYTES, *,
+def read_available(source: int | socket.socket, buffer: bytearray, limit: int = MAX_NOTES_BYTES, *,
                    most: int | None = None) -> bool:
     """Read what a non-blocking descriptor or socket holds now into `buffer`,
     keeping at most `limit` bytes and dropping the rest (so a writer never
