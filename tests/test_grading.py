@@ -190,7 +190,7 @@ def test_the_report_names_every_test_that_fails_on_a_pitfall_in_file_order(tmp_p
     assert result.reason is None and all(p.killed for p in result.pitfalls), result.problems
     with session.engine({"student": folder}, course=False) as engine:
         variants = session.pitfall_variants()
-        runs = [Run(n, RunRequest(suite="student", mode="report"), v.request(), 60.0) for n, v in enumerate(variants)]
+        runs = [Run(n, RunRequest(suite="student", task="pytest"), v.request(), 60.0) for n, v in enumerate(variants)]
         outcomes = engine.run(runs)
     expected = {}
     for number, variant in enumerate(variants):

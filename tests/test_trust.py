@@ -620,7 +620,7 @@ def test_random_bytes_from_both_sides_of_a_real_run_cost_only_that_run(sampled, 
                 "def rope_cos_sin(", f"_PAYLOAD = {payload!r}\n\n\ndef _real_rope_cos_sin(", 1) + (
                 "\n\ndef rope_cos_sin(positions, inv_freq, *args, **kwargs):\n"
                 "    import numpy as _np\n    return _np.frombuffer(_PAYLOAD, _np.uint8), _np.zeros(1)\n")
-            run = Run(grader._id(), RunRequest(suite="student", mode="grade", all_tests=True),
+            run = Run(grader._id(), RunRequest(suite="student", task="grade", all_tests=True),
                       Variant("student", source, variant.origin).request(), 20)
             outcome = engine.run([run])[run.id]
             assert outcome.exit == 0 and outcome.fault is None, (outcome, payload[:100])

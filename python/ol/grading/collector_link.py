@@ -36,7 +36,7 @@ class CollectorLink:
     def __init__(self, tests: Sandbox, user: int, memory_fd: int, collect_seconds: float):
         """Start collecting as `user`; wait up to collect_seconds (the observer's clock) for it."""
         ours, theirs = socket.socketpair()
-        tests.start_run(self.RUN_ID, RunRequest(suite="student", mode="collect"), theirs, user, memory_fd)
+        tests.start_run(self.RUN_ID, RunRequest(suite="student", task="collect"), theirs, user, memory_fd)
         theirs.close()
         self.run_id, self.control = self.RUN_ID, ours
         self.frames = FrameReader()

@@ -111,14 +111,14 @@ class Grader:
     def course_tests(self, variant: Variant, modules: dict | None = None) -> CourseRun:
         """The module's course tests (trusted) on the student's own `variant`,
         which lives on the other side; tracebacks of its exceptions come back."""
-        run = Run(self._id(), RunRequest(suite="course", mode="report"),
+        run = Run(self._id(), RunRequest(suite="course", task="pytest"),
                   variant.request(modules=modules, tracebacks=True), self.time_limit)
         return _course_run(self.engine.run([run])[run.id], self.time_limit)
 
     def course_tests_of(self, variants: list[Variant]) -> dict[str, CourseRun]:
         """The course tests on each of the course's own variants, side by side."""
         runs = {self._id(): v for v in variants}
-        outcomes = self.engine.run([Run(i, RunRequest(suite="course", mode="report"), v.request(), self.time_limit)
+        outcomes = self.engine.run([Run(i, RunRequest(suite="course", task="pytest"), v.request(), self.time_limit)
                                     for i, v in runs.items()])
         results = {}
         for run_id, variant in runs.items():
@@ -133,7 +133,7 @@ class Grader:
         Raises SuiteProblem if it cannot be collected or rejects one."""
         variants = [self.session.reference, *self.session.alternates]
         runs = {self._id(): v for v in variants}
-        requests = [Run(i, RunRequest(suite="student", mode="grade", all_tests=True, list_tests=v.key == "reference"),
+        requests = [Run(i, RunRequest(suite="student", task="grade", all_tests=True, list_tests=v.key == "reference"),
                         v.request(), self.time_limit) for i, v in runs.items()]
         outcomes = self.engine.run(requests)
         verdicts = []
@@ -180,7 +180,7 @@ class Grader:
                 verdicts[variant.key] = verdict
             self.on_event({"event": "verdict", "status": verdict.status})
 
-        request = lambda: RunRequest(suite="student", mode="grade", order=self.order())  # noqa: E731
+        request = lambda: RunRequest(suite="student", task="grade", order=self.order())  # noqa: E731
         wall = WALL_FACTOR * self.time_limit   # only a run that waits rather than computes meets it
         self.engine.run([Run(i, request, v.request(), limit, wall) for i, v in runs.items()], on_done=done)
         rejected = [v for v in repeated if v.status != PASSED]

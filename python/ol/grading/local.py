@@ -144,7 +144,7 @@ def _mark_possibly_equivalent(session: LocalSession, result: CheckResult, *, wor
     try:
         with session.engine({}, course=True, workers=workers, mode=mode) as engine:
             outcomes = engine.run([
-                Run(number, RunRequest(suite="course", mode="report", pytest_args=["-x"]),
+                Run(number, RunRequest(suite="course", task="pytest", pytest_args=["-x"]),
                     Variant(s.id, by_id[s.id].source, session.reference.origin, trusted=False).request(), time_limit)
                 for number, s in runs.items()])
     except SandboxFault as fault:

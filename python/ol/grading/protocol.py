@@ -50,12 +50,12 @@ class RunRequest:
     """One run, as the observer asks a warm process for it.
 
     The tests' side gets the same request for every run of a stage (suite,
-    mode, order, all_tests, list_tests): it must not tell a run which variant it faces.
+    task, order, all_tests, list_tests): it must not tell a run which variant it faces.
     The implementation's side gets the variant (source, modules)."""
 
     # the tests' side
     suite: str = ""                   # "student" or "course": which suite of the kit
-    mode: str = "grade"               # "grade" (stop at the first failure unless all), "report"
+    task: str = "grade"               # "grade" (stop at the first failure unless all), "pytest"
                                       # (pytest's own report), "collect" (the shared mode's collector)
     all_tests: bool = False           # run every test even after a failure
     list_tests: bool = False          # report the collected test ids

@@ -47,7 +47,7 @@ def rejected_tests(grader, session, verdicts: list[Verdict]) -> Rejected:
     fails on."""
     variants = {v.key: v for v in (session.reference, *session.alternates)}
     runs = {grader._id(): variants[v.key] for v in verdicts if v.status != TIMEOUT}   # a hang would hang again
-    outcomes = grader.engine.run([Run(run_id, RunRequest(suite="student", mode="report"), variant.request(),
+    outcomes = grader.engine.run([Run(run_id, RunRequest(suite="student", task="pytest"), variant.request(),
                                       grader.time_limit) for run_id, variant in runs.items()])
     reports = {variant.key: _merged(outcomes[run_id].notes) for run_id, variant in runs.items()}
     reports.update({v.key: {} for v in verdicts if v.key not in reports})

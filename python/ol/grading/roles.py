@@ -3,9 +3,9 @@ from the setup message; run() is called in each forked run):
 
     role "tests"  the run connects the proxy module to its channel (the other
                   end is an implementation run) and runs a test suite: the
-                  student's, stopping at the first failure ("grade"), or any
-                  suite with pytest's own report ("report"), or, in the shared
-                  mode, collects it once and serves runs (ol.grading.collector);
+                  student's, stopping at the first failure (task "grade"), or any
+                  suite with pytest's own report ("pytest"), or, in the shared
+                  mode, collects it once and serves runs ("collect": ol.grading.collector);
     role "impl"   the run loads one variant of the module under test and
                   serves it on its channel (ol.grading.serve).
 
@@ -139,10 +139,10 @@ class TestsRole(Role):
 
         folder = self.folder / self.setup["suites"][request.suite]
         channel = socket.socket(fileno=CHANNEL_FD)
-        if request.mode == "report":
+        if request.task == "pytest":
             proxy.connect(channel)
             return pytest_driver.run_pytest(folder, Notes(NOTES_FD), request.pytest_args, self.setup.get("pytest_args", []))
-        if request.mode == "collect":   # the local check: collect once, serve many runs
+        if request.task == "collect":   # the local check: collect once, serve many runs
             from ol.grading.collector import serve_collected
 
             def collect():

@@ -264,7 +264,7 @@ class Engine:
         try:
             impl.start_run(run.id, dataclasses.replace(run.impl, cpu_seconds=run.cpu_seconds), ours,
                            self.user(impl_slot(slot)), self.memory_fd(impl_slot(slot)))
-            if self.sharing == "shared" and request.mode == "grade":
+            if self.sharing == "shared" and request.task == "grade":
                 side = self._collector(tests, run.time_limit)
                 if side.problem == {"problem": "isolate"}:
                     # the suite calls the code under test while it is imported: that needs a

@@ -149,7 +149,7 @@ class Loop:
         else:
             guard = confine.run_confined(
                 body, mode=self.role.mode, user=request.user, limits=limits, keep_fds=keep, fault_fd=fault_write,
-                scratch=self.role.scratch, dumpable=request.mode == "collect", memory_fd=memory,
+                scratch=self.role.scratch, dumpable=request.task == "collect", memory_fd=memory,
                 readable=self.role.readable,
             )
         for fd in (notes_write, fault_write, *fds):
