@@ -142,7 +142,7 @@ def check_module(
 
     try:
         with session.engine({"student": tests}, course=course_tests and kept_course is None, workers=workers,
-                            mode=result.confinement, sharing=sharing,
+                            confinement=result.confinement, sharing=sharing,
                             limits=limits) as engine:
             result.memory_bound = engine.memory_bound()
             grader = Grader(session, engine, time_limit=time_limit, on_event=on_event)

@@ -61,7 +61,7 @@ from pathlib import Path
 from ol.grading import landlock, syscalls
 
 CONFINED, BY_UID, UNCONFINED = "confined", "confined-by-uid", "unconfined"
-MODES = (CONFINED, BY_UID, UNCONFINED)
+CONFINEMENTS = (CONFINED, BY_UID, UNCONFINED)
 RUN_UID_BASE = 610000         # the runs' unprivileged users: blocks of UID_BLOCK from here (UidBlock)
 UID_BLOCK = 64
 UID_BLOCKS = 1000
@@ -149,8 +149,8 @@ def choose_mode(wanted: str = "auto") -> tuple[str, str]:
     """(mode, why): the strongest confinement this host allows, or the one
     `wanted` (a mode name) if it is possible; why explains a mode below
     CONFINED (what is missing), or why `wanted` cannot be had."""
-    if wanted not in ("auto", *MODES):
-        raise ValueError(f"confinement must be auto, {', '.join(MODES)}; got {wanted!r}")
+    if wanted not in ("auto", *CONFINEMENTS):
+        raise ValueError(f"confinement must be auto, {', '.join(CONFINEMENTS)}; got {wanted!r}")
     namespaces, no_namespaces = bubblewrap()
     if wanted in ("auto", CONFINED) and namespaces:
         return CONFINED, ""
@@ -338,7 +338,7 @@ def set_subreaper() -> None:
         _call("prctl", PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def run_confined(body, *, mode: str, user: int, limits: Limits, keep_fds: dict[int, int], fault_fd: int,
+def run_confined(body, *, confinement: str, user: int, limits: Limits, keep_fds: dict[int, int], fault_fd: int,
                  scratch: Path | None = None, dumpable: bool = False, memory_fd: int = -1,
                  readable: tuple[str, ...] = ()) -> int:
     """Fork the guard, init and run processes described above; in the run,
@@ -360,7 +360,7 @@ def run_confined(body, *, mode: str, user: int, limits: Limits, keep_fds: dict[i
     if guard:
         return guard
     try:
-        _guard(body, mode, user, limits, keep_fds, fault_fd, scratch, dumpable, memory_fd, readable)
+        _guard(body, confinement, user, limits, keep_fds, fault_fd, scratch, dumpable, memory_fd, readable)
     except BaseException as error:
         _report_fault(fault_fd, error)
         os._exit(RUN_FAULT)
@@ -372,13 +372,13 @@ def join_memory_group(memory_fd: int) -> None:
         os.write(memory_fd, b"0")
 
 
-def _guard(body, mode, user, limits, keep_fds, fault_fd, scratch, dumpable, memory_fd, readable) -> None:
+def _guard(body, confinement, user, limits, keep_fds, fault_fd, scratch, dumpable, memory_fd, readable) -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE):
         signal.signal(number, signal.SIG_DFL)
     join_memory_group(memory_fd)
-    confined = mode == CONFINED
-    uid = run_uid(user) if mode != UNCONFINED else None
+    confined = confinement == CONFINED
+    uid = run_uid(user) if confinement != UNCONFINED else None
     private = None
     if confined:
         _call("unshare", CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
@@ -399,7 +399,7 @@ def _guard(body, mode, user, limits, keep_fds, fault_fd, scratch, dumpable, memo
     init = os.fork()
     if init == 0:
         try:
-            _init(body, mode, user, limits, keep_fds, fault_fd, dumpable, guard=os.getppid(),
+            _init(body, confinement, user, limits, keep_fds, fault_fd, dumpable, guard=os.getppid(),
                   readable=(*readable, private) if private else readable)
         except BaseException as error:
             _report_fault(fault_fd, error)
@@ -413,17 +413,17 @@ def _guard(body, mode, user, limits, keep_fds, fault_fd, scratch, dumpable, memo
     os._exit(exit_code(status))
 
 
-def _init(body, mode, user, limits, keep_fds, fault_fd, dumpable, guard: int, readable: tuple) -> None:
+def _init(body, confinement, user, limits, keep_fds, fault_fd, dumpable, guard: int, readable: tuple) -> None:
     if sys.platform.startswith("linux"):
         _call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != guard:
             os._exit(RUN_FAULT)  # the guard died before we could follow it
-    if mode == CONFINED:
+    if confinement == CONFINED:
         _call("mount", b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
     run = os.fork()
     if run == 0:
         try:
-            enter_run(mode, user, limits, dumpable=dumpable, readable=readable)
+            enter_run(confinement, user, limits, dumpable=dumpable, readable=readable)
         except BaseException as error:
             _report_fault(fault_fd, error)
             os._exit(RUN_FAULT)
@@ -456,7 +456,7 @@ def run_plain(body, *, limits: Limits, keep_fds: dict[int, int], memory_fd: int 
         os._exit(code)
 
 
-def enter_run(mode: str, user: int, limits: Limits, *, dumpable: bool = False, readable: tuple = ()) -> None:
+def enter_run(confinement: str, user: int, limits: Limits, *, dumpable: bool = False, readable: tuple = ()) -> None:
     """In the process that is about to run untrusted code:
 
         resource limits
@@ -470,32 +470,32 @@ def enter_run(mode: str, user: int, limits: Limits, *, dumpable: bool = False, r
 
     dumpable keeps /proc/self writable by that user (a collector needs it to
     give each run its own user namespace)."""
-    uid = run_uid(user) if mode != UNCONFINED else None
+    uid = run_uid(user) if confinement != UNCONFINED else None
     _set_limits(limits, user_of_its_own=uid is not None)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as Python starts: a closed peer is an error, not death
     if uid is not None:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
-    if mode == CONFINED:
+    if confinement == CONFINED:
         os.environ.update(HOME="/tmp", TMPDIR="/tmp")
     tempfile.tempdir = None   # the run's own, not one the warm process may have cached
     if sys.platform.startswith("linux"):
-        if mode != UNCONFINED:
+        if confinement != UNCONFINED:
             syscalls.join_fresh_session_keyring()
         _call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        if mode == CONFINED and not dumpable:
+        if confinement == CONFINED and not dumpable:
             _own_user_namespace()
         if dumpable:
             _call("prctl", PR_SET_DUMPABLE, 1, 0, 0, 0)
-        if mode == BY_UID:
+        if confinement == BY_UID:
             system = ["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/dev/urandom", "/dev/random",
                       "/dev/zero"]
             private = os.environ.get("TMPDIR", "")
             landlock.restrict(readable=[*system, *installation_roots(), *[r for r in readable if r != private]],
                               writable=[private] if private else [])
-        if mode != UNCONFINED:
-            syscalls.refuse(syscalls.KEYRING + (syscalls.SHARED_OBJECTS if mode == BY_UID else ()))
+        if confinement != UNCONFINED:
+            syscalls.refuse(syscalls.KEYRING + (syscalls.SHARED_OBJECTS if confinement == BY_UID else ()))
     os.chdir(os.environ.get("TMPDIR") or "/tmp")
 
 

@@ -142,7 +142,7 @@ def _mark_possibly_equivalent(session: LocalSession, result: CheckResult, *, wor
     survivors = [s for s in result.survivors if s.id in by_id]
     runs = {number: s for number, s in enumerate(survivors, start=1)}
     try:
-        with session.engine({}, course=True, workers=workers, mode=mode) as engine:
+        with session.engine({}, course=True, workers=workers, confinement=mode) as engine:
             outcomes = engine.run([
                 Run(number, RunRequest(suite="course", task="pytest", pytest_args=["-x"]),
                     Variant(s.id, by_id[s.id].source, session.reference.origin, trusted=False).request(), time_limit)

@@ -43,9 +43,9 @@ class Role:
         from ol.grading.confine import Limits
 
         self.setup = setup
-        self.mode = setup["mode"]
+        self.confinement = setup["confinement"]
         self.folder = Path(setup["files_root"])
-        self.scratch = None if self.mode == "confined" else self.folder / ".runs"  # the runs' own /tmp, outside
+        self.scratch = None if self.confinement == "confined" else self.folder / ".runs"  # the runs' own /tmp, outside
         self.limits = Limits(**setup.get("limits", {}))
         self.readable = (str(self.folder), setup["sys_path"][0])   # confined by uid: its files and `ol` (Landlock)
         sys.path[:] = setup["sys_path"]

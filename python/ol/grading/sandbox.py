@@ -48,14 +48,14 @@ class Setup:
 class Sandbox:
     """A process running ol.grading.warm, in bwrap when confined."""
 
-    def __init__(self, setup: Setup, mode: str, hidden: Path, limits: confine.Limits, runtime: str):
-        self.setup, self.mode, self.runtime = setup, mode, runtime
+    def __init__(self, setup: Setup, confinement: str, hidden: Path, limits: confine.Limits, runtime: str):
+        self.setup, self.confinement, self.runtime = setup, confinement, runtime
         ours, theirs = socket.socketpair()
         boot = (f"import sys; sys.path.insert(0, {runtime!r}); "
                 f"from ol.grading.warm import main; main({theirs.fileno()})")
         command = [sys.executable, "-c", boot]
         env = dict(setup.header.get("env", {}), OL_ROLE=setup.role)   # names the sandbox in `ps`
-        if mode == confine.CONFINED:
+        if confinement == confine.CONFINED:
             command = confine.bwrap_command(OL_PACKAGE, hidden) + [a for k, v in env.items() for a in ("--setenv", k, v)] + command
             env = {}
         self.process = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
@@ -65,8 +65,8 @@ class Sandbox:
         self.control = ours
         self.stderr = bytearray()
         os.set_blocking(self.process.stderr.fileno(), False)
-        header = dict(setup.header, op="setup", role=setup.role, mode=mode, limits=dataclasses.asdict(limits),
-                      files_root=confine.SANDBOX_FILES if mode == confine.CONFINED else None)
+        header = dict(setup.header, op="setup", role=setup.role, confinement=confinement, limits=dataclasses.asdict(limits),
+                      files_root=confine.SANDBOX_FILES if confinement == confine.CONFINED else None)
         names = list(setup.files)
         header["files"] = {name: index for index, name in enumerate(names)}
         self.header = header
@@ -138,7 +138,7 @@ class Sandbox:
 SCRATCH_PREFIX = "ol-sandbox-"
 
 
-def make_scratch(mode: str = confine.UNCONFINED) -> str:
+def make_scratch(confinement: str = confine.UNCONFINED) -> str:
     """A private host folder for the sandboxes' files outside the namespace
     mode, marked with our pid; folders left by an `ol` that was killed are
     removed first.  Confined by uid, the runs (other users) must reach their
@@ -146,7 +146,7 @@ def make_scratch(mode: str = confine.UNCONFINED) -> str:
     folder), traversable but not listable (0711)."""
     import tempfile
 
-    base = Path(tempfile.gettempdir() if mode != confine.BY_UID or _traversable(tempfile.gettempdir()) else "/tmp")
+    base = Path(tempfile.gettempdir() if confinement != confine.BY_UID or _traversable(tempfile.gettempdir()) else "/tmp")
     for old in base.glob(SCRATCH_PREFIX + "*"):
         try:
             owner = int((old / "owner").read_text())
@@ -157,7 +157,7 @@ def make_scratch(mode: str = confine.UNCONFINED) -> str:
             continue
     folder = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=base)
     Path(folder, "owner").write_text(str(os.getpid()))
-    if mode == confine.BY_UID:
+    if confinement == confine.BY_UID:
         os.chmod(folder, 0o711)
     return folder
 

@@ -109,22 +109,22 @@ def slot_count(workers: int) -> int:
 class Engine:
     """Runs Runs, `workers` at a time, each in fresh confined processes.
 
-        with Engine(tests_setup, impl_setup, mode=confine.CONFINED) as engine:
+        with Engine(tests_setup, impl_setup, confinement=confine.CONFINED) as engine:
             outcomes = engine.run([Run(0, {...}, {...}, 30.0), ...])
     """
 
-    def __init__(self, tests: Setup | None, impl: Setup, *, mode: str, hidden: Path, workers: int = 2,
+    def __init__(self, tests: Setup | None, impl: Setup, *, confinement: str, hidden: Path, workers: int = 2,
                  sharing: str = "isolated", course: Setup | None = None, limits: confine.Limits | None = None):
-        if mode not in confine.MODES:
-            raise ValueError(f"mode must be one of {', '.join(confine.MODES)}; got {mode!r}")
-        if sharing not in ("isolated", "shared") or (sharing == "shared" and mode != confine.CONFINED):
-            raise ValueError(f"sharing must be 'isolated', or 'shared' confined; got {sharing!r} ({mode})")
+        if confinement not in confine.CONFINEMENTS:
+            raise ValueError(f"confinement must be one of {', '.join(confine.CONFINEMENTS)}; got {confinement!r}")
+        if sharing not in ("isolated", "shared") or (sharing == "shared" and confinement != confine.CONFINED):
+            raise ValueError(f"sharing must be 'isolated', or 'shared' confined; got {sharing!r} ({confinement})")
         self.sharing = sharing
         self.link: CollectorLink | None = None
         # tests: the student's suites; course: the course tests (their own sandbox, since it may
         # hold what a student's suite must never see: the reference, for diagnosing failures)
         self.setups = {role: setup for role, setup in (("tests", tests), ("impl", impl), ("course", course)) if setup}
-        self.mode, self.workers = mode, max(1, workers)
+        self.confinement, self.workers = confinement, max(1, workers)
         self.hidden = Path(hidden)   # the repository: never visible in a sandbox
         self.scratch = None          # outside the namespace mode: a private host folder for the sandboxes' files
         self.sandboxes: dict[str, Sandbox] = {}
@@ -132,7 +132,7 @@ class Engine:
         self.limits = self.wanted_limits
         self.users: confine.UidBlock | None = None
         self.memory: MemoryBound | None = None
-        self.runtime = confine.RUNTIME if mode == confine.CONFINED else str(OL_PACKAGE.parent)
+        self.runtime = confine.RUNTIME if confinement == confine.CONFINED else str(OL_PACKAGE.parent)
 
 
     def user(self, index: int) -> int:
@@ -149,14 +149,14 @@ class Engine:
         try:
             self.users = confine.UidBlock(slot_count(self.workers))
             self.memory = MemoryBound.make(slot_count(self.workers), self.wanted_limits.memory,
-                                           per_user=os.geteuid() == 0 and self.mode != confine.UNCONFINED)
+                                           per_user=os.geteuid() == 0 and self.confinement != confine.UNCONFINED)
             self.limits = self.memory.limits(self.wanted_limits)
-            if self.mode != confine.CONFINED:
-                self.scratch = make_scratch(self.mode)
-                if self.mode == confine.BY_UID:
+            if self.confinement != confine.CONFINED:
+                self.scratch = make_scratch(self.confinement)
+                if self.confinement == confine.BY_UID:
                     self.runtime = runtime_copy(self.scratch)
             for role, setup in self.setups.items():
-                self.sandboxes[role] = Sandbox(setup, self.mode, self.hidden, self.limits, self.runtime)
+                self.sandboxes[role] = Sandbox(setup, self.confinement, self.hidden, self.limits, self.runtime)
             for role, sandbox in self.sandboxes.items():
                 sandbox.send_setup(self._scratch_for(role))
             for sandbox in self.sandboxes.values():

@@ -191,13 +191,13 @@ class GradingSession:
                   "target": self.target, "preload": [n for n in self.library if "." in n]}
         return Setup("impl", header, {})
 
-    def engine(self, suites: dict[str, Path], *, course: bool = True, workers: int = 2, mode: str | None = None,
+    def engine(self, suites: dict[str, Path], *, course: bool = True, workers: int = 2, confinement: str | None = None,
                sharing: str = "isolated", limits: confine.Limits | None = None) -> Engine:
         """An Engine for these suites of the student's (none: course tests
         only), and the course tests unless course=False (not started: use it
         in a `with`)."""
-        return Engine(self.tests_setup(suites) if suites else None, self.impl_setup(), mode=mode or default_confinement(),
-                      hidden=self.root, workers=workers, sharing=sharing,
+        return Engine(self.tests_setup(suites) if suites else None, self.impl_setup(),
+                      confinement=confinement or default_confinement(), hidden=self.root, workers=workers, sharing=sharing,
                       course=self.course_setup() if course else None, limits=limits)
 
     def fingerprint(self) -> str:
