@@ -316,18 +316,8 @@ def hides(hidden: Path | str, path: str) -> bool:
 
 # ---- one run ---------------------------------------------------------------------------
 
-_libc = None
-
-
-def _c():
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    return _libc
-
-
 def _call(name: str, *args) -> None:
-    if getattr(_c(), name)(*args) != 0:
+    if getattr(syscalls.libc(), name)(*args) != 0:
         error = ctypes.get_errno()
         raise ConfinementError(f"{name}{args[:2]}: {os.strerror(error)}")
 

@@ -22,8 +22,9 @@ unix socket or signal outside the run.
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
+
+from ol.grading import syscalls
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446   # the same number on every architecture
 _CREATE_RULESET_VERSION = 1
@@ -52,17 +53,10 @@ class LandlockError(OSError):
     pass
 
 
-@functools.cache
-def _libc():
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    return libc
-
-
 def abi() -> int:
     """The Landlock ABI version this kernel offers (0: none)."""
     try:
-        version = _libc().syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
+        version = syscalls.libc().syscall(_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION))
     except (OSError, AttributeError):
         return 0
     return max(0, int(version))
@@ -75,7 +69,7 @@ def restrict(readable: list[str], writable: list[str]) -> None:
     version = abi()
     if version < 1:
         raise LandlockError("Landlock is not available on this kernel")
-    libc = _libc()
+    libc = syscalls.libc()
     fs = _FS_RIGHTS_BY_ABI.get(version, _FS_RIGHTS_BY_ABI[5])
     attr = _RulesetAttr(fs, _NET_TCP if version >= 4 else 0, _SCOPE_ALL if version >= 6 else 0)
     ruleset = libc.syscall(_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)),

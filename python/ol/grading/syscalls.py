@@ -50,10 +50,12 @@ class _Program(ctypes.Structure):
 
 
 @functools.cache
-def _libc():
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    return libc
+def libc() -> ctypes.CDLL:
+    """The C library, once for the grader (landlock.py and confine.py use it
+    too); syscall() returns a long, as in <unistd.h>."""
+    library = ctypes.CDLL(None, use_errno=True)
+    library.syscall.restype = ctypes.c_long
+    return library
 
 
 def supported() -> bool:
@@ -84,7 +86,7 @@ def refuse(names: tuple[str, ...]) -> bool:
     (no_new_privs must be set).  False where the architecture is not known."""
     if not supported():
         return False
-    if _libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(_compiled(names)), 0, 0) != 0:
+    if libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(_compiled(names)), 0, 0) != 0:
         error = ctypes.get_errno()
         raise OSError(error, f"seccomp filter: {os.strerror(error)}")
     return True
@@ -117,7 +119,7 @@ def join_fresh_session_keyring() -> None:
     if not supported():
         return
     number = _NUMBERS[platform.machine()][1]["keyctl"]
-    if _libc().syscall(number, _KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+    if libc().syscall(number, _KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
         error = ctypes.get_errno()
         if error not in (errno.ENOSYS, errno.EPERM, errno.EACCES):
             raise OSError(error, f"keyctl(JOIN_SESSION_KEYRING): {os.strerror(error)}")
