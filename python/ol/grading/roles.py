@@ -30,10 +30,10 @@ CHANNEL_FD, NOTES_FD = 3, 4
 
 
 def traceback_text(error: BaseException) -> str:
+    """The end of an exception's traceback, as a fault message carries it."""
     import traceback
 
     return "".join(traceback.format_exception(error)[-6:])[-3000:]
-
 
 
 class Role:
@@ -141,7 +141,8 @@ class TestsRole(Role):
         channel = socket.socket(fileno=CHANNEL_FD)
         if request.task == "pytest":
             proxy.connect(channel)
-            return pytest_driver.run_pytest(folder, Notes(NOTES_FD), request.pytest_args, self.setup.get("pytest_args", []))
+            return pytest_driver.run_pytest(folder, Notes(NOTES_FD), request.pytest_args,
+                                            self.setup.get("pytest_args", []))
         if request.task == "collect":   # the local check: collect once, serve many runs
             from ol.grading.collector import serve_collected
 

@@ -65,8 +65,8 @@ class Sandbox:
         self.control = ours
         self.stderr = bytearray()
         os.set_blocking(self.process.stderr.fileno(), False)
-        header = dict(setup.header, op="setup", role=setup.role, confinement=confinement, limits=dataclasses.asdict(limits),
-                      files_root=confine.SANDBOX_FILES if confinement == confine.CONFINED else None)
+        header = dict(setup.header, op="setup", role=setup.role, confinement=confinement,
+                      limits=dataclasses.asdict(limits), files_root=confine.SANDBOX_FILES if confinement == confine.CONFINED else None)
         names = list(setup.files)
         header["files"] = {name: index for index, name in enumerate(names)}
         self.header = header
@@ -146,7 +146,8 @@ def make_scratch(confinement: str = confine.UNCONFINED) -> str:
     folder), traversable but not listable (0711)."""
     import tempfile
 
-    base = Path(tempfile.gettempdir() if confinement != confine.BY_UID or _traversable(tempfile.gettempdir()) else "/tmp")
+    here = tempfile.gettempdir()
+    base = Path(here if confinement != confine.BY_UID or _traversable(here) else "/tmp")
     for old in base.glob(SCRATCH_PREFIX + "*"):
         try:
             owner = int((old / "owner").read_text())

@@ -148,8 +148,8 @@ class Loop:
             guard = confine.run_plain(body, limits=limits, keep_fds=keep, memory_fd=memory)
         else:
             guard = confine.run_confined(
-                body, confinement=self.role.confinement, user=request.user, limits=limits, keep_fds=keep, fault_fd=fault_write,
-                scratch=self.role.scratch, dumpable=request.task == "collect", memory_fd=memory,
+                body, confinement=self.role.confinement, user=request.user, limits=limits, keep_fds=keep,
+                fault_fd=fault_write, scratch=self.role.scratch, dumpable=request.task == "collect", memory_fd=memory,
                 readable=self.role.readable,
             )
         for fd in (notes_write, fault_write, *fds):
