@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
+from ol.files import write_whole
 from ol.grading.pitfall_tests import Known
 from ol.grading.session import GradingSession
 from ol.grading.suite_code import SuiteDigests
@@ -119,9 +119,7 @@ class VerdictCache:
                 "pitfall_tests": {"code": code, "by": {key: list(tests) for key, tests in (by or {}).items()}}}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-            tmp.replace(self.path)
+            write_whole(self.path, json.dumps(data, indent=1, sort_keys=True))
         except OSError:
             pass
 
