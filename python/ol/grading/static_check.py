@@ -27,7 +27,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 
 from ol.catalog import REFERENCE_TREE, Catalog, Module, dotted_name
-from ol.grading.test_folder import TestFolder, is_test_file
+from ol.grading.test_folder import TEST_CLASS_PREFIX, TEST_FUNCTION_PREFIX, TestFolder, is_test_file
 
 # Builtins that read files, run text as code, or reach the interpreter's state.
 FORBIDDEN_CALLS = {
@@ -247,10 +247,10 @@ def _copies(tree: ast.Module, text: str, shown: str, fingerprints) -> list[Viola
 def _count_tests(tree: ast.Module) -> int:
     count = 0
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(TEST_FUNCTION_PREFIX):
             count += 1
-        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
-            count += sum(isinstance(n, ast.FunctionDef) and n.name.startswith("test") for n in node.body)
+        elif isinstance(node, ast.ClassDef) and node.name.startswith(TEST_CLASS_PREFIX):
+            count += sum(isinstance(n, ast.FunctionDef) and n.name.startswith(TEST_FUNCTION_PREFIX) for n in node.body)
     return count
 
 

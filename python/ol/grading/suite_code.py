@@ -30,9 +30,8 @@ import hashlib
 import json
 from pathlib import Path, PurePosixPath
 
-from ol.grading.test_folder import TestFolder, is_test_file
+from ol.grading.test_folder import TEST_CLASS_PREFIX, TEST_FUNCTION_PREFIX, TestFolder, is_test_file
 
-TEST_FUNCTION_PREFIX, TEST_CLASS_PREFIX = "test", "Test"   # pytest's defaults (the kit's pytest.ini sets none)
 
 
 class SuiteDigests:

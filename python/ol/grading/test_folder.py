@@ -26,8 +26,10 @@ from pathlib import Path, PurePosixPath
 from ol.errors import OlError
 
 SKIPPED_FOLDERS = frozenset({"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints"})
-# pytest's default `python_files` (the kit's pytest.ini and every sandbox's set none)
+# pytest's defaults `python_files`, `python_functions`, `python_classes` (the
+# kit's pytest.ini and every sandbox's set none)
 TEST_FILE_PATTERNS = ("test_*.py", "*_test.py")
+TEST_FUNCTION_PREFIX, TEST_CLASS_PREFIX = "test", "Test"
 MAX_SUITE_BYTES = 16 << 20
 
 
