@@ -11,6 +11,8 @@ import signal
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import textwrap
 import time
@@ -27,11 +29,13 @@ from ol.grading.scheduler import Run
 from ol.grading.html_report import to_html
 from ol.grading.mutants import _generate, build_mutant_set, load_pitfalls
 from ol.grading.protocol import RunRequest
+from ol.grading.recheck import VerdictCache
 from ol.grading.report import to_json, to_text
-from ol.grading.session import GradingSession
+from ol.grading.session import GradingSession, read_folder
 from ol.grading.variants import Variant
 from ol.grading.grader import PASSED, TIMEOUT, Grader
 from ol.grading.static_check import check_test_folder
+from ol.grading.test_folder import is_test_file
 
 SUITES = ROOT / "tests" / "grading_suites"
 REFERENCE_ROPE = ROOT / "course/reference/python/tinyllm/modern/rope.py"
@@ -457,6 +461,51 @@ def test_static_check_names_file_and_line(tmp_path):
     assert "no tests found" in str(check_test_folder(empty, tmp_path, grading.allowed_imports, {})[0])
 
 
+def static_check(folder: Path) -> list[str]:
+    grading = load_catalog(ROOT).get("L7.3").grading
+    return [str(v) for v in check_test_folder(folder, folder.parent, grading.allowed_imports,
+                                              {"tinyllm.modern.rope": frozenset({"apply_rope", "rope_cos_sin"})})]
+
+
+def test_jupyter_checkpoints_are_skipped_by_the_static_check_as_by_the_sandbox(tmp_path):
+    """A checkpoint is Jupyter's copy of a file, never graded (the sandbox is
+    not given it, and pytest never enters a dot folder): the static check
+    must not refuse the folder for it."""
+    folder = tmp_path / "l7-3-rope"
+    (folder / ".ipynb_checkpoints").mkdir(parents=True)
+    (folder / "test_rope.py").write_text("from tinyllm.modern.rope import rope_cos_sin\n\n\n"
+                                         "def test_a():\n    assert rope_cos_sin\n")
+    (folder / ".ipynb_checkpoints" / "test_x.py").write_text("import os\n\n\ndef test_b():\n    assert os.sep\n")
+    assert static_check(folder) == []
+    assert sorted(read_folder(folder, "")) == ["test_rope.py"], "the sandbox is given the same files"
+
+
+def test_a_folder_whose_only_tests_are_in_testing_py_has_no_tests_as_pytest_finds_none(tmp_path):
+    folder = tmp_path / "l7-3-rope"
+    folder.mkdir()
+    (folder / "testing.py").write_text("def test_a():\n    assert True\n")
+    found = static_check(folder)
+    assert len(found) == 1 and "no tests found" in found[0], found
+
+
+def test_a_test_file_is_what_pytest_collects(tmp_path):
+    """is_test_file, which the static check, the re-check and ol grade use,
+    against pytest itself collecting a folder with its default settings."""
+    names = ["test_a.py", "a_test.py", "test_.py", "testing.py", "test.py", "tests.py", "check_test.py",
+             "mytest_b.py", "test_c.txt", "Test_d.py", "conftest.py", "helpers.py", "TEST_e.py", "f_test_.py"]
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    for number, name in enumerate(names):
+        (folder / name).write_text(f"def test_{number}():\n    pass\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "suite"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    collected = {line.split("::")[0].removeprefix("suite/") for line in r.stdout.splitlines() if "::" in line}
+    assert collected == {name for name in names if is_test_file(name)}
+    assert collected >= {"test_a.py", "a_test.py"} and "testing.py" not in collected, collected
+
+
 # ---- failing loudly ------------------------------------------------------------------------
 
 
@@ -517,6 +566,28 @@ def test_a_bad_time_limit_is_a_usage_error(finished_checkout, limit):
 
 
 # ---- a re-check keeps what an edit cannot change ---------------------------------------------
+
+
+def test_a_verdict_cache_of_another_format_or_broken_is_ignored_not_crashed_on(tmp_path):
+    """A cache of format 1 (before kills were kept per test) is ignored: it
+    costs one full check, never a kill carried over by the wrong rule."""
+    session = GradingSession(ROOT, "L7.3")
+    folder = tmp_path / "l7-3-rope"
+    folder.mkdir()
+    (folder / "test_rope.py").write_text("def test_a():\n    assert True\n")
+    path = tmp_path / "verdicts.json"
+    key = session.mutants.counted[0].id
+    test = f"{session.suite_path(folder)}/test_rope.py::test_a"
+    VerdictCache(path, session, folder).save({key: test})
+    assert VerdictCache(path, session, folder).carried([key]) == {key: test}, "this format's record is read"
+    record = json.loads(path.read_text())
+    for broken in (json.dumps({**record, "format": 1, "shared": "a digest of the folder's other files"}),
+                   json.dumps({**record, "kills": [test], "course": 3, "pitfall_tests": "?"}),
+                   json.dumps([record]), '{"format": 2, "kills": {', ""):
+        path.write_text(broken)
+        cache = VerdictCache(path, session, folder)
+        assert cache.carried([key]) == {} and cache.course_passed("any") is None, broken
+        assert cache.known().by == {}
 
 
 @pytest.mark.slow

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from ol.catalog import STUDENT_TREE, Module
+from ol.files import write_whole
 
 STATE_DIR = ".ol"
 STATE_FILE = "state.json"
@@ -147,15 +146,7 @@ class StateStore:
 
     def _write_atomically(self, data: dict) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".json", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, indent=2, sort_keys=True)
-                f.write("\n")
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_whole(self.path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
     def _keep_corrupt_copy(self) -> Path:
         backup = self.path.with_name(STATE_FILE + ".bak")

@@ -20,6 +20,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from ol.files import write_whole
 from ol.grade.copies import SimilarPair
 from ol.grade.feedback import ROUNDING
 from ol.grade.outcome import NOT_GRADED, NOT_PASSED, PASSED, Outcome
@@ -52,12 +53,12 @@ def write_csv(rows: list[dict[str, str]], path: Path) -> None:
     writer.writeheader()
     for line in sorted(rows, key=lambda r: r["student"]):
         writer.writerow(line)
-    _write(path, buffer.getvalue())
+    write_whole(path, buffer.getvalue())
 
 
 def write_record(record: dict, folder: Path) -> Path:
     path = folder / f"{record['student']}.json"
-    _write(path, json.dumps(record, indent=2, sort_keys=True))
+    write_whole(path, json.dumps(record, indent=2, sort_keys=True))
     return path
 
 
@@ -135,9 +136,3 @@ def summary(module_id: str, outcomes: list[Outcome], table: dict[str, float], *,
               + ("identical (the same files)" if p.identical else f"{p.similarity:.0%} alike")
               for p in pairs] or ["- none"]
     return "\n".join(lines) + "\n"
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)

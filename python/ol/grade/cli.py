@@ -226,6 +226,7 @@ def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, mod
 
 def _report(args, ctx, module, submissions, records: dict[str, dict], manifest: dict, out: Path) -> int:
     """grades.csv, summary.md, the feedback files and the export, all from the records."""
+    from ol.files import write_whole
     from ol.grade.class_report import headline, row, summary, write_csv
     from ol.grade.copies import similar_pairs
     from ol.grade.feedback import write_feedback
@@ -259,8 +260,8 @@ def _report(args, ctx, module, submissions, records: dict[str, dict], manifest: 
     pairs = similar_pairs(texts, starter=_starter(ctx.root, module))
     deadline = args.deadline.isoformat(timespec="minutes") if args.deadline else ""
     late_count = sum(1 for r in rows if r["late"] == "yes") if args.deadline else None
-    (out / "summary.md").write_text(summary(module.id, outcomes, table, late=late_count, deadline=deadline,
-                                            pairs=pairs), encoding="utf-8")
+    write_whole(out / "summary.md", summary(module.id, outcomes, table, late=late_count, deadline=deadline,
+                                            pairs=pairs))
     if manifest:
         named = {e.source for e in submissions} | set(entries)
         unknown = sorted(name for name in manifest if name not in named)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ol.files import write_whole
 from ol.grade.outcome import NOT_GRADED, PASSED, Outcome, check_result
 from ol.grade.points import shown
 from ol.grading.floors import floor_line
@@ -126,14 +127,8 @@ def write_feedback(outcome: Outcome, table: dict[str, float], level: str, folder
         stale.unlink(missing_ok=True)       # an earlier run's, at a level that handed back more
     if level == "none":
         return []
-    _write(text, markdown(outcome, table, level))
+    write_whole(text, markdown(outcome, table, level))
     if level == "summary":
         return [text]
     write_report(page, to_html(check_result(outcome), source, source_path))
     return [text, page]
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)

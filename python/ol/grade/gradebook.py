@@ -30,6 +30,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ol.errors import OlError
+from ol.files import write_whole
 
 EXPORTS = ("canvas", "moodle", "plain")
 MANIFEST_COLUMNS = ("entry", "id")
@@ -129,7 +130,5 @@ def write_export(kind: str, rows: list[ExportRow], path: Path, column: str) -> P
         writer.writerows([row.id, row.name, row.points, row.maximum, row.passed, row.late] for row in rows)
     else:
         raise ValueError(f"unknown export {kind!r}; expected one of {', '.join(EXPORTS)}")
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(buffer.getvalue(), encoding="utf-8")
-    tmp.replace(path)
+    write_whole(path, buffer.getvalue())
     return path

@@ -47,6 +47,7 @@ import zipfile
 from pathlib import Path
 
 from ol.exits import ERROR, OK
+from ol.files import whole, write_whole
 
 AUTOGRADER_PYTHON = "3.11"      # what setup.sh installs on Ubuntu 22.04, and the lock is made for
 
@@ -193,8 +194,7 @@ def build_bundle(root: Path, module_id: str, out: Path, *, allow_unconfined: boo
     lock = lock_file(root, AUTOGRADER_PYTHON)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".zip.tmp")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as bundle:
+    with whole(out) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as bundle:
         for name, text in (("setup.sh", SETUP_SH), ("run_autograder", RUN_AUTOGRADER),
                            ("run_autograder.py", RUN_AUTOGRADER_PY), ("requirements.lock", lock),
                            ("autograder.json", json.dumps(config, indent=2) + "\n")):
@@ -207,7 +207,6 @@ def build_bundle(root: Path, module_id: str, out: Path, *, allow_unconfined: boo
             info.external_attr = ((root / name).stat().st_mode & 0o777) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             bundle.writestr(info, (root / name).read_bytes())
-    tmp.replace(out)
     return out
 
 
@@ -240,7 +239,7 @@ def autograder_main(argv: list[str]) -> int:
         data = crashed(config.get("points"), f"{type(error).__name__}: {error}\n{traceback.format_exc()[-3000:]}")
     data["execution_time"] = round(time.monotonic() - started, 1)
     results.parent.mkdir(parents=True, exist_ok=True)
-    results.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    write_whole(results, json.dumps(data, indent=2))
     return OK
 
 

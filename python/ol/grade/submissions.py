@@ -43,10 +43,10 @@ from pathlib import Path, PurePosixPath
 
 from ol.catalog import STUDENT_TREE, Module
 from ol.grade.archives import Refused, no_file_is_a_folder, read_entry, shown
+from ol.grading.test_folder import SKIPPED_FOLDERS, is_test_file
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
-SKIPPED_PARTS = {"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints", "__MACOSX", ".git", ".ol",
-                 ".DS_Store"}
+SKIPPED_PARTS = SKIPPED_FOLDERS | {"__MACOSX", ".git", ".ol", ".DS_Store"}   # and an archive's junk
 RESERVED_NAMES = {"grades", "summary"}     # DIR/grades.csv, DIR/summary.md sit beside <student>.md
 PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,99}")
 
@@ -148,7 +148,7 @@ def take(raw: dict[str, bytes], module: Module) -> tuple[dict[str, bytes], dict[
             target = None
         elif path.parts[0] in tests_names and len(path.parts) > 1:
             target = f"{tests}/{PurePosixPath(*path.parts[1:]).as_posix()}"
-        elif len(path.parts) == 1 and _is_test_file(name):
+        elif len(path.parts) == 1 and (is_test_file(name) or name == "conftest.py"):
             target = f"{tests}/{name}"
         elif len(path.parts) == 1 and path.suffix == ".py":
             helpers[name] = submitted
@@ -171,10 +171,6 @@ def take(raw: dict[str, bytes], module: Module) -> tuple[dict[str, bytes], dict[
     no_file_is_a_folder(dict.fromkeys(taken, b""))
     ignored += [name for name in raw if name not in kept]
     return {target: raw[submitted] for target, submitted in taken.items()}, taken, sorted(ignored)
-
-
-def _is_test_file(name: str) -> bool:
-    return name == "conftest.py" or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")))
 
 
 def _inside_single_top_folder(names: list[str]) -> dict[str, str]:

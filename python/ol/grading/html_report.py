@@ -25,11 +25,10 @@ file can be read by a program as well as by a person.
 from __future__ import annotations
 
 import html
-import os
-import tempfile
 from pathlib import Path
 
 from ol.errors import OlError
+from ol.files import write_whole
 from ol.grading.check import CheckResult
 from ol.grading.floors import floor_line
 from ol.grading.report import floored, implementation_name, output_heading, to_json, to_pass
@@ -85,15 +84,7 @@ def _written_by_ol(path: Path) -> bool:
 def write_report(path: Path, page: str) -> None:
     """Write `page` to `path` whole or not at all (a temporary file, then a rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".ol-report-", suffix=".html", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(page)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_whole(path, page)
 
 
 # ---- the page --------------------------------------------------------------------

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ol.errors import OlError
+from ol.files import write_whole
 
 MUTMUT_VERSION = "3.8.1"
 MODULE_SCOPE = "<module>"
@@ -93,9 +94,7 @@ def generate_mutants(reference_source: str, filename: str = "reference.py", cach
     mutants = _generate(reference_source, filename)
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps([asdict(m) for m in mutants]))
-        tmp.replace(cache_file)
+        write_whole(cache_file, json.dumps([asdict(m) for m in mutants]))
     except OSError:
         pass  # a read-only home only costs time
     return mutants

@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
+from ol.files import write_whole
 from ol.grading.pitfall_tests import Known
 from ol.grading.session import GradingSession
 from ol.grading.suite_code import SuiteDigests
@@ -46,9 +46,9 @@ FORMAT = 2
 class VerdictCache:
     def __init__(self, path: Path, session: GradingSession, tests: Path):
         self.path, self.tests = Path(path), Path(tests)
-        self.kit_path = session.suite_path(tests)            # how node ids name the folder
+        self.suite_path = session.suite_path(tests)            # how node ids name the folder
         self.fingerprint = session.fingerprint()
-        self.digests = SuiteDigests(self.tests, self.kit_path)
+        self.digests = SuiteDigests(self.tests, self.suite_path)
         self.entries, self.course, self.memory = self._load()
 
     def _load(self) -> tuple[dict[str, dict], dict, dict]:
@@ -57,7 +57,7 @@ class VerdictCache:
         except (OSError, ValueError):
             return {}, {}, {}
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("fingerprint") != self.fingerprint \
-                or data.get("folder") != self.kit_path:
+                or data.get("folder") != self.suite_path:
             return {}, {}, {}
         entries, course, memory = data.get("kills", {}), data.get("course", {}), data.get("pitfall_tests", {})
         return (entries if isinstance(entries, dict) else {}, course if isinstance(course, dict) else {},
@@ -114,14 +114,12 @@ class VerdictCache:
             if digest is not None:
                 entries[key] = {"test": test, "code": digest}
         code = {test: digest for test in collected if (digest := self.digests.of(test)) is not None}
-        data = {"format": FORMAT, "fingerprint": self.fingerprint, "folder": self.kit_path,
+        data = {"format": FORMAT, "fingerprint": self.fingerprint, "folder": self.suite_path,
                 "kills": entries, "course": self.course,
                 "pitfall_tests": {"code": code, "by": {key: list(tests) for key, tests in (by or {}).items()}}}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-            tmp.replace(self.path)
+            write_whole(self.path, json.dumps(data, indent=1, sort_keys=True))
         except OSError:
             pass
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from ol.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
 from ol.errors import OlError
@@ -28,10 +28,9 @@ from ol.grading.sandbox import Setup
 from ol.grading.scheduler import Engine
 from ol.grading.mutants import MutantSet, build_mutant_set
 from ol.grading.variants import Variant
+from ol.grading.test_folder import SuiteUnreadable, TestFolder
 
 COURSE_TESTS_SUPPORT = ("course/tests/conftest.py", "course/tests/golden.py", "course/tests/diagnose.py")
-SKIPPED_FOLDERS = {"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints"}
-MAX_SUITE_BYTES = 16 << 20
 SANDBOX_ENV = {
     **confine.ONE_BLAS_THREAD,
     "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin",
@@ -51,12 +50,6 @@ class GradingFault(OlError):
     no score, with the reason."""
 
     exit_code = 2
-
-
-class SuiteUnreadable(OlError):
-    """A file of the tests to grade cannot be taken (not UTF-8, too large, a link)."""
-
-    exit_code = 1
 
 
 class GradingSession:
@@ -246,25 +239,11 @@ def host_sys_path(root: Path) -> list[str]:
 
 
 def read_folder(folder: Path, prefix: str) -> dict[str, bytes]:
-    """Every file under `folder` (caches skipped) as {prefix/relative path: bytes}.
-    Links and oversized folders raise SuiteUnreadable."""
-    files: dict[str, bytes] = {}
-    total = 0
-    for path in sorted(Path(folder).rglob("*")):
-        relative = path.relative_to(folder)
-        if SKIPPED_FOLDERS.intersection(relative.parts):
-            continue
-        if path.is_symlink():
-            raise SuiteUnreadable(f"{path} is a symbolic link: graded folders may hold only plain files")
-        if not path.is_file():
-            continue
-        data = path.read_bytes()
-        total += len(data)
-        if total > MAX_SUITE_BYTES:
-            raise SuiteUnreadable(f"{folder} holds more than {MAX_SUITE_BYTES >> 20} MiB: graded folders hold "
-                                  "tests, not data")
-        files[str(PurePosixPath(prefix) / relative.as_posix()) if prefix else relative.as_posix()] = data
-    return files
+    """Every file under `folder` as {prefix/relative path: bytes}, read as the
+    student's test folder is (ol.grading.test_folder: the same caches
+    skipped; links and oversized folders raise SuiteUnreadable), whether it
+    holds the student's tests, the course tests or the mutants."""
+    return TestFolder(folder).read(prefix)
 
 
 def _text(path: Path, whose: str = "the course's") -> str:

@@ -27,6 +27,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 
 from ol.catalog import REFERENCE_TREE, Catalog, Module, dotted_name
+from ol.grading.test_folder import TEST_CLASS_PREFIX, TEST_FUNCTION_PREFIX, TestFolder, is_test_file
 
 # Builtins that read files, run text as code, or reach the interpreter's state.
 FORBIDDEN_CALLS = {
@@ -51,7 +52,6 @@ FORBIDDEN_ATTRIBUTES = {
 }
 DYNAMIC_ATTRIBUTE_CALLS = ("getattr", "setattr", "delattr", "hasattr")
 COMPILED_SUFFIXES = (".so", ".pyd", ".pyc", ".pyo", ".dylib", ".dll", ".o", ".a")
-SKIPPED_FOLDERS = {"__pycache__", ".pytest_cache", ".hypothesis"}
 # A function at least this long whose tokens match a course implementation's
 # this closely (names aside) is a copy, not an oracle of one's own.
 COPY_MIN_TOKENS, COPY_SIMILARITY = 40, 0.85
@@ -85,9 +85,8 @@ def check_test_folder(folder: Path, root: Path, allowed_imports: tuple[str, ...]
     def shown_path(path: Path) -> str:
         return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
-    violations = _folder_violations(folder, allowed_imports, shown_path)
-    files = sorted(p for p in folder.rglob("*.py")
-                   if not SKIPPED_FOLDERS.intersection(p.relative_to(folder).parts) and not p.is_symlink())
+    violations = _folder_violations(TestFolder(folder), allowed_imports, shown_path)
+    files = TestFolder(folder).python_files()
     local_modules = {p.stem for p in files}
     copied_from = _function_fingerprints(implementations or {})
     tests = 0
@@ -108,7 +107,7 @@ def check_test_folder(folder: Path, root: Path, allowed_imports: tuple[str, ...]
         checker = _Checker(shown, allowed_imports, contract_names, local_modules)
         checker.visit(tree)
         violations.extend(checker.violations)
-        tests += _count_tests(tree) if path.name.startswith("test") or path.name.endswith("_test.py") else 0
+        tests += _count_tests(tree) if is_test_file(path.name) else 0   # pytest collects no other file
     if tests == 0:
         shown = str(folder.relative_to(root)) if folder.is_relative_to(root) else str(folder)
         violations.append(Violation(
@@ -157,14 +156,11 @@ def contract_names(root: Path, catalog: Catalog, allowed_imports: tuple[str, ...
     return names
 
 
-def _folder_violations(folder: Path, allowed_imports: tuple[str, ...], shown_path) -> list[Violation]:
+def _folder_violations(folder: TestFolder, allowed_imports: tuple[str, ...], shown_path) -> list[Violation]:
     """Links, compiled files, and files or folders named like a module they would hide."""
     shadowable = set(sys.stdlib_module_names) | {name.split(".")[0] for name in allowed_imports}
     violations = []
-    for path in sorted(folder.rglob("*")):
-        relative = path.relative_to(folder)
-        if SKIPPED_FOLDERS.intersection(relative.parts):
-            continue
+    for path in folder.paths():
         if path.is_symlink():
             violations.append(Violation(shown_path(path), 0, "is a symbolic link: a graded folder holds plain files only"))
         elif path.suffix in COMPILED_SUFFIXES or (path.is_file() and path.read_bytes()[:4] == b"\x7fELF"):
@@ -251,10 +247,10 @@ def _copies(tree: ast.Module, text: str, shown: str, fingerprints) -> list[Viola
 def _count_tests(tree: ast.Module) -> int:
     count = 0
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(TEST_FUNCTION_PREFIX):
             count += 1
-        elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
-            count += sum(isinstance(n, ast.FunctionDef) and n.name.startswith("test") for n in node.body)
+        elif isinstance(node, ast.ClassDef) and node.name.startswith(TEST_CLASS_PREFIX):
+            count += sum(isinstance(n, ast.FunctionDef) and n.name.startswith(TEST_FUNCTION_PREFIX) for n in node.body)
     return count
 
 

@@ -12,7 +12,7 @@ A test's digest covers
     its file's module code   every other top-level statement: imports,
                       constants, helpers, fixtures, pytestmark; and, when the
                       file imports another test file of the folder, that whole file
-    the folder's shared files   conftest.py, helper modules, data: every file
+    the folder's support files  conftest.py, helper modules, data: every file
                       that is not a test file
 
 so adding a test, or editing one, changes the digest of that test alone;
@@ -30,25 +30,18 @@ import hashlib
 import json
 from pathlib import Path, PurePosixPath
 
-from ol.grading.session import SKIPPED_FOLDERS
+from ol.grading.test_folder import TEST_CLASS_PREFIX, TEST_FUNCTION_PREFIX, TestFolder, is_test_file
 
-TEST_FUNCTION_PREFIX, TEST_CLASS_PREFIX = "test", "Test"   # pytest's defaults (the kit's pytest.ini sets none)
-
-
-def is_test_file(name: str) -> bool:
-    stem = PurePosixPath(name).name
-    return stem.endswith(".py") and (stem.startswith("test_") or stem.endswith("_test.py"))
 
 
 class SuiteDigests:
     """The digest of every test of a folder, by node id."""
 
-    def __init__(self, folder: Path, kit_path: str):
-        self.folder, self.prefix = Path(folder), kit_path.rstrip("/") + "/"
-        files = _files(self.folder)
-        self.shared = _sha(json.dumps(sorted((name, _sha(data)) for name, data in files.items()
-                                             if not is_test_file(name))))
-        tests = {name: data for name, data in files.items() if is_test_file(name)}
+    def __init__(self, folder: Path, suite_path: str):
+        self.folder, self.prefix = TestFolder(folder), suite_path.rstrip("/") + "/"
+        self.support = _sha(json.dumps(sorted((name, digest) for name, digest in self.folder.digests().items()
+                                              if not is_test_file(name))))
+        tests = {self.folder.relative(path): path.read_bytes() for path in self.folder.test_files()}
         whole = {PurePosixPath(name).stem: _sha(data) for name, data in tests.items()}
         self.files = {name: _FileUnits(data, whole) for name, data in tests.items()}
 
@@ -61,7 +54,7 @@ class SuiteDigests:
         units = self.files.get(path[len(self.prefix):])
         unit = rest.split("::", 1)[0].split("[", 1)[0]
         digest = units.digest(unit) if units is not None else None
-        return _sha(f"{self.shared} {digest}") if digest is not None else None
+        return _sha(f"{self.support} {digest}") if digest is not None else None
 
 
 class _FileUnits:
@@ -151,15 +144,6 @@ def _reach(start: set[str], names: dict[str, set[str]]) -> set[str]:
             seen.add(name)
             todo.extend(names.get(name, ()))
     return seen
-
-
-def _files(folder: Path) -> dict[str, bytes]:
-    files = {}
-    for path in sorted(folder.rglob("*")):
-        relative = path.relative_to(folder)
-        if path.is_file() and not SKIPPED_FOLDERS.intersection(relative.parts):
-            files[relative.as_posix()] = path.read_bytes()
-    return files
 
 
 def _sha(text: str | bytes) -> str:

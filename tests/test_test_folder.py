@@ -1,0 +1,58 @@
+"""Kit tests of ol.grading.test_folder: the student's test folder as the
+static check, the sandbox, the re-check and `ol grade` all read it.  (That
+is_test_file is what pytest collects, and the static check's two former
+drifts: tests/test_grading.py.)"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+from ol.grading import test_folder
+from ol.grading.test_folder import SKIPPED_FOLDERS, SuiteUnreadable, TestFolder
+
+
+def make(folder, files: dict[str, bytes]):
+    for name, data in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    return TestFolder(folder)
+
+
+FILES = {"test_rope.py": b"def test_a(): pass\n", "conftest.py": b"", "data/table.csv": b"1,2\n",
+         "sub/angles_test.py": b"def test_b(): pass\n", "sub/helpers.py": b"X = 1\n", "notes.txt": b"n"}
+
+
+def test_the_skipped_folders_are_left_out_at_any_depth(tmp_path):
+    caches = {f"{skipped}/test_cached.py": b"def test_c(): pass\n" for skipped in SKIPPED_FOLDERS}
+    caches.update({f"sub/{skipped}/test_deep.py": b"" for skipped in SKIPPED_FOLDERS})
+    folder = make(tmp_path, {**FILES, **caches})
+    names = sorted(FILES)
+    assert [folder.relative(p) for p in folder.files()] == names
+    assert [folder.relative(p) for p in folder.python_files()] == [n for n in names if n.endswith(".py")]
+    assert [folder.relative(p) for p in folder.test_files()] == ["sub/angles_test.py", "test_rope.py"]
+    assert sorted(folder.read()) == names
+    assert sorted(folder.read("python/tests/l7-3-rope")) == [f"python/tests/l7-3-rope/{n}" for n in names]
+    assert folder.digests() == {name: hashlib.sha256(data).hexdigest() for name, data in FILES.items()}
+
+
+def test_a_link_is_refused_by_name_and_never_followed(tmp_path):
+    secret = tmp_path / "secret.py"
+    secret.write_text("ANSWER = 42\n")
+    folder = make(tmp_path / "tests", FILES)
+    os.symlink(secret, tmp_path / "tests" / "test_link.py")
+    assert "test_link.py" not in [p.name for p in folder.files()]
+    with pytest.raises(SuiteUnreadable, match="test_link.py is a symbolic link"):
+        folder.read()
+
+
+def test_a_folder_over_the_bound_is_refused(tmp_path, monkeypatch):
+    folder = make(tmp_path, FILES)
+    total = sum(len(data) for data in FILES.values())
+    monkeypatch.setattr(test_folder, "MAX_SUITE_BYTES", total)
+    assert len(folder.read()) == len(FILES), "exactly the bound is taken"
+    monkeypatch.setattr(test_folder, "MAX_SUITE_BYTES", total - 1)
+    with pytest.raises(SuiteUnreadable, match="graded folders hold tests, not data"):
+        folder.read()
