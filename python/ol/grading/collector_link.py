@@ -97,8 +97,14 @@ class CollectorLink:
         ours.setblocking(False)
         fds = [channel.fileno(), theirs.fileno()] + ([memory_fd] if memory_fd >= 0 else [])
         frame = protocol.run_frame(run_id, request.all_tests, len(fds), request.cpu_seconds, order)
-        socket.send_fds(self.control, [frame], fds)
-        theirs.close()
+        try:
+            socket.send_fds(self.control, [frame], fds)
+        except OSError as error:   # it ended between two runs: its exit status comes with the fault
+            ours.close()
+            raise SandboxFault(f"the process holding your collected tests could not be sent run {run_id} "
+                               f"({error.strerror or error})") from None
+        finally:
+            theirs.close()
         self.notes[run_id] = (ours, bytearray(), memory_fd)
         if request.list_tests:
             self.listed.add(run_id)

@@ -111,8 +111,11 @@ class Sandbox:
         cgroup.procs is memory_fd (-1: none)."""
         fds = [channel.fileno()] + ([memory_fd] if memory_fd >= 0 else [])
         request = dataclasses.replace(request, user=user)
-        send_message(self.control, request.header(run_id, fds=len(fds)))
-        socket.send_fds(self.control, [b"F"], fds)
+        try:
+            send_message(self.control, request.header(run_id, fds=len(fds)))
+            socket.send_fds(self.control, [b"F"], fds)
+        except OSError as error:   # the warm process ended: say how, not "Broken pipe"
+            raise SandboxFault(self.died(f"it could not be sent run {run_id} ({error.strerror or error})")) from None
 
     def kill_run(self, run_id: int) -> None:
         try:
