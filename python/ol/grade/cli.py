@@ -37,6 +37,7 @@ from ol.grading.cli import _positive_int, _time_limit
 def configure(parser: argparse.ArgumentParser) -> None:
     from ol.grade.feedback import DEFAULT_LEVEL, LEVELS
     from ol.grade.gradebook import EXPORTS
+    from ol.grading.check import DEFAULT_TIME_LIMIT
 
     parser.description = (
         "Instructor: grade a folder of submissions (one folder, .zip or .tar.gz per student) by the "
@@ -56,7 +57,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "--jobs, as ol check does)")
     parser.add_argument("--ray", metavar="ADDRESS", default=None,
                         help="grade each submission as a task on an existing Ray cluster ('auto', or host:port)")
-    parser.add_argument("--time-limit", type=_time_limit, default=60.0, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=_time_limit, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
                         help="a check's time limit for the course tests and a suite on a correct implementation")
     parser.add_argument("--feedback", choices=LEVELS, default=DEFAULT_LEVEL,
                         help="what each student is handed back: none (no files), summary (<student>.md: the "
@@ -176,7 +177,7 @@ def _grade(args, ctx, module, submissions, only, out: Path, mode: str) -> dict[s
             record["confinement"] = result.get("confinement") or base["confinement"]   # what the check had in force
             write_record(record, out)
             records[base["student"]] = record
-        progress.done(groups[digest][1][0]["student"], result)
+        progress.done(groups[digest][1][0]["student"])
 
     try:
         if groups:
@@ -311,7 +312,7 @@ class _Progress:
         if kept:
             print(f"ol grade: {kept} submission(s) unchanged since they were graded: kept", file=stream)
 
-    def done(self, student: str, record: dict) -> None:
+    def done(self, student: str) -> None:
         self.count += 1
         left = self.total - self.count
         eta = (time.monotonic() - self.started) / self.count * left

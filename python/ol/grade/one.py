@@ -28,6 +28,7 @@ from ol.catalog import Module
 from ol.grade.kit import copy_kit
 from ol.grade.precheck import Screening, screen
 from ol.grade.submissions import Submission
+from ol.grading.check import DEFAULT_TIME_LIMIT
 from ol.grading.confine import UNCONFINED
 
 SUBMISSION_TIMEOUT = 1200.0   # seconds for one whole check; a check stops its own runs far earlier
@@ -54,7 +55,7 @@ def not_graded_record(base: dict, screening: Screening) -> dict:
 
 
 def grade_one(kit: Path, module_id: str, files: dict[str, bytes], *, workdir: Path, workers: int = 2,
-              time_limit: float = 60.0, mutant_cache: list[Path] = (), confinement: str = "auto",
+              time_limit: float = DEFAULT_TIME_LIMIT, mutant_cache: list[Path] = (), confinement: str = "auto",
               timeout: float = SUBMISSION_TIMEOUT) -> dict:
     """The check's --json result, plus "seconds" and "error" (null when graded).
 

@@ -29,11 +29,13 @@ from ol.grading import confine
 from ol.grading.engine import EngineFault, SuiteBroke
 from ol.grading.floors import function_floors
 from ol.grading.pitfall_tests import tests_failing_on
-from ol.grading.session import GradingFault, GradingSession, NotGraded  # noqa: F401  (NotGraded: API)
+from ol.grading.session import GradingFault, GradingSession
 from ol.grading.recheck import VerdictCache, code_digest
 from ol.grading.rejected import rejected_tests
 from ol.grading.stages import FAILED, PASSED, Grader, SuiteProblem, Verdict
 from ol.grading.static_check import check_student_tests
+
+DEFAULT_TIME_LIMIT = 60.0   # processor seconds: the course tests, collecting the suite, a correct run
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,7 @@ def check_module(
     ref_deps: bool = False,
     course_tests: bool = True,
     workers: int = 2,
-    time_limit: float = 60.0,
+    time_limit: float = DEFAULT_TIME_LIMIT,
     on_event: Callable[[dict], None] | None = None,
     mode: str | None = None,
     start_method: str = "fork",
@@ -153,7 +155,7 @@ def check_module(
                 result.course_tests = {"passed": len(course.passed), "total": len(course.outcomes)}
                 if not course.ok:
                     slow = [f"the course tests took longer than {time_limit:.0f} s on your code: look for a loop"]
-                    return stop(_course_reason(module.id, ref_deps, course),
+                    return stop(_course_reason(module.id, ref_deps),
                                 (slow if course.timed_out else []) + (course.failed or
                                                                        ([] if course.timed_out else
                                                                         ["pytest could not run them"])), course.output)
@@ -212,7 +214,7 @@ def _mode() -> str:
     return default_mode()
 
 
-def _course_reason(module_id: str, ref_deps: bool, course) -> str:
+def _course_reason(module_id: str, ref_deps: bool) -> str:
     return ("course tests fail on your code: fix them first (./ol tests "
             f"{module_id}{' --ref-deps' if ref_deps else ''})")
 
@@ -242,7 +244,7 @@ def check_fixtures(session: GradingSession) -> None:
                 raise GradingFault(f"a golden fixture of {session.module.id} is broken (not your code): {error}") from None
 
 
-def equivalent_verdicts(root: Path, module_id: str, *, tests: Path, workers: int = 2, time_limit: float = 60.0,
+def equivalent_verdicts(root: Path, module_id: str, *, tests: Path, workers: int = 2, time_limit: float = DEFAULT_TIME_LIMIT,
                         session: GradingSession | None = None) -> list[str]:
     """Ids of the module's reviewed equivalent mutants that `tests` catch
     (`ol verify` runs the model answer: a caught one is not equivalent)."""
@@ -260,4 +262,5 @@ def equivalent_verdicts(root: Path, module_id: str, *, tests: Path, workers: int
     return [key for key, verdict in verdicts.items() if verdict.killed]
 
 
-__all__ = ["CheckResult", "PitfallOutcome", "Survivor", "check_module", "equivalent_verdicts", "confine"]
+__all__ = ["DEFAULT_TIME_LIMIT", "CheckResult", "PitfallOutcome", "Survivor", "check_fixtures", "check_module",
+           "equivalent_verdicts"]

@@ -15,6 +15,8 @@ MAX_TIME_LIMIT = 3600.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from ol.grading.check import DEFAULT_TIME_LIMIT
+
     parser.description = (
         "Run the module's course tests on your code, then grade your own tests "
         "(python/tests/<module>/) by mutation: they must pass on correct implementations and "
@@ -35,9 +37,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=_positive_int, default=(os.cpu_count() or 1) + 1, metavar="N",
                         help="runs N at a time (default: one more than the cores: a run's tests wait on "
                              "the code under test in another process part of the time)")
-    parser.add_argument("--time-limit", type=_time_limit, default=60.0, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=_time_limit, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
                         help="processor time the course tests, or your suite on a correct implementation, may "
-                             f"take (default 60, at most {MAX_TIME_LIMIT:.0f}; a run that waits rather than "
+                             f"take (default {DEFAULT_TIME_LIMIT:.0f}, at most {MAX_TIME_LIMIT:.0f}; a run that waits rather than "
                              "computes is stopped at 3 times that on the clock)")
     parser.add_argument("--memory-limit", type=_memory_limit, default=2048, metavar="MIB",
                         help="memory each run may use, all its processes together (default 2048 MiB)")

@@ -37,7 +37,7 @@ from pathlib import Path
 from ol.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
 from ol.errors import OlError
 from ol.grading.chaffs import chaff_variants, load_chaffs
-from ol.grading.check import CheckResult, check_module
+from ol.grading.check import DEFAULT_TIME_LIMIT, CheckResult, check_module
 from ol.grading.engine import EngineFault, Run
 from ol.grading.mutants import MutantSet, Pitfall, generate_mutants
 from ol.grading.protocol import RunRequest
@@ -128,7 +128,7 @@ def check_in_kit(root: Path, module_id: str, **options) -> CheckResult:
         raise GradingFault(f"mutmut could not make mutants of your {session.reference.origin}: {session.mutant_error}")
     if result.reason is None and 0 < len(result.survivors) <= MAX_TRIAGED:
         _mark_possibly_equivalent(session, result, workers=options.get("workers", 2),
-                                  time_limit=options.get("time_limit", 60.0), mode=options.get("mode"))
+                                  time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT), mode=options.get("mode"))
     return result
 
 
