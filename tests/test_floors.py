@@ -80,10 +80,11 @@ def test_a_suite_that_never_calls_rope_spec_fails_l7_4_on_its_floor():
 
     from ol.grade.feedback import markdown
     from ol.grade.gradescope import results_json
+    from ol.grade.one import GradeRecord
     from ol.grade.outcome import NOT_PASSED, read_outcome
 
     points = load_catalog(ROOT).get("L7.4").grading.points
-    outcome = read_outcome({**data, "student": "ann", "names": {}}, points, [])
+    outcome = read_outcome(GradeRecord.from_json({**data, "student": "ann", "names": {}}), points, [])
     assert outcome.status == NOT_PASSED and outcome.reason == f"below a function's floor: {said}", outcome.reason
     assert said in markdown(outcome, points, "full")
     gradescope = results_json(outcome, points, "full")

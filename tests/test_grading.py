@@ -22,7 +22,7 @@ import pytest
 from grading_suites.float16_blind import write_float16_blind_suite
 from kit import ROOT, copy_checkout, explain, processes_with, run_ol, snapshot
 from ol.catalog import load_catalog
-from ol.grading.check import check_module
+from ol.grading.check import JSON_FIELDS, CheckResult, MutantLine, PitfallOutcome, Survivor, check_module
 from ol.grading.engine import Run
 from ol.grading.html_report import to_html
 from ol.grading.mutants import _generate, build_mutant_set, load_pitfalls
@@ -52,6 +52,45 @@ def test_a_suite_of_shapes_and_errors_fails():
     assert not result.passed
     assert result.score < result.threshold, f"a suite that checks no value scored {result.score:.3f}"
     assert not any(p.killed for p in result.pitfalls), "a suite that checks no value caught a pitfall"
+    assert_the_record_round_trips(result)
+
+
+def assert_the_record_round_trips(result: CheckResult) -> None:
+    """CheckResult.to_json is the one contract with everything that reads a
+    grade: every field is in it (a renamed field fails here, not in
+    grades.csv), and from_json gives back the same result, alone or inside
+    ol grade's record."""
+    from ol.grade.one import GradeRecord
+
+    data = json.loads(to_json(result))
+    assert list(data) == [*JSON_FIELDS, "error"], "the --json record's fields and their order are a contract"
+    assert {f.name for f in dataclasses.fields(CheckResult)} == set(JSON_FIELDS)
+    assert CheckResult.from_json(data) == result
+    # seconds, module and confinement are one key each in the record: ol grade's own say for both
+    record = GradeRecord(student="ann", source="ann.zip", module=result.module, names={"a.py": "mine.py"},
+                         result=result, seconds=result.seconds, confinement=result.confinement)
+    assert GradeRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
+
+
+def test_every_field_of_a_result_survives_its_json():
+    """No field left at its default, so none can be dropped or renamed unseen."""
+    result = CheckResult(
+        module="L7.3", threshold=0.8, passed=True, score=0.9, killed=9, counted=10,
+        pitfalls=[PitfallOutcome("s01", "a misconception", "a symptom", True, ("test_a.py::test_x",))],
+        survivors=[Survivor("m1", "apply_rope", "-a\n+b", possibly_equivalent=False)],
+        reason="a reason", problems=["a problem"], output="pytest says", excluded={"equivalent": 2},
+        seconds=3.5, confinement="confined", memory_bound="2048 MiB", course_tests={"passed": 3, "total": 3},
+        killed_by={"m2": "test_a.py::test_x"}, carried_over=4, course_tests_kept=True, mutants_of="your own code",
+        mutants=[MutantLine("m1", "apply_rope", 12, False, None, "-a\n+b", possibly_equivalent=True),
+                 MutantLine("m2", "rope_cos_sin", 30, True, "test_a.py::test_x", "-c\n+d")],
+        floors=[{"function": "apply_rope", "share": 0.5, "caught": 1, "counted": 2, "needed": 1, "met": True}],
+        rejected=[{"test": "test_a.py::test_y", "failure": "E assert", "implementations": ["reference"]}])
+    assert all(getattr(result, f.name) != (f.default_factory() if callable(f.default_factory) else f.default)
+               for f in dataclasses.fields(CheckResult)), "give every field a value that is not its default"
+    assert_the_record_round_trips(result)
+    mutants = json.loads(to_json(result))["mutants"]
+    assert list(mutants[0]) == ["id", "function", "line", "killed", "killed_by", "diff", "possibly_equivalent"]
+    assert list(mutants[1]) == ["id", "function", "line", "killed", "killed_by", "diff"], "asked only of survivors"
 
 
 @pytest.mark.slow
@@ -161,10 +200,11 @@ def test_each_test_rejecting_a_correct_implementation_is_shown_once_with_its_fai
 
     from ol.grade.feedback import markdown
     from ol.grade.gradescope import results_json
+    from ol.grade.one import GradeRecord
     from ol.grade.outcome import check_result, read_outcome
 
     points = load_catalog(ROOT).get("L7.3").grading.points
-    outcome = read_outcome({**data, "student": "ann", "names": {}}, points, [])
+    outcome = read_outcome(GradeRecord.from_json({**data, "student": "ann", "names": {}}), points, [])
     assert outcome.reason.startswith("your tests fail on a correct implementation: "
                                      f"{typo}: NameError: name 'foo' is not defined; {wrong}: assert"), outcome.reason
     assert sum(typo in line for line in outcome.details) == 1, outcome.details
@@ -655,7 +695,7 @@ def warm_check_equal_to_cold(session, folder: Path, cache: Path):
                         verdict_cache=cache)
     cold = check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", session=session)
     assert warm.reason is None and cold.reason is None, (warm.problems, cold.problems)
-    assert ({m["id"] for m in warm.mutants if m["killed"]} == {m["id"] for m in cold.mutants if m["killed"]})
+    assert ({m.id for m in warm.mutants if m.killed} == {m.id for m in cold.mutants if m.killed})
     assert [p.killed for p in warm.pitfalls] == [p.killed for p in cold.pitfalls]
     assert (warm.killed, warm.score, warm.passed) == (cold.killed, cold.score, cold.passed)
     assert [p.tests for p in warm.pitfalls] == [p.tests for p in cold.pitfalls], "the report's \"by\""

@@ -153,7 +153,7 @@ def test_no_cheating_suite_passes_or_gains_score(cheat, sharing, sampled, tmp_pa
 def assert_stopped(cheat: str, mode: str, result) -> None:
     """No pass, no gain; stopped by the static check exactly where a reader
     of source can see the cheat."""
-    result = result if isinstance(result, dict) else dataclasses.asdict(result)
+    result = result if isinstance(result, dict) else result.to_json()
     assert not result["passed"], f"{cheat} passed ({mode})"
     if result.get("not_graded"):    # ol grade screened it out before any check (ol.grade.precheck)
         return
@@ -747,7 +747,7 @@ def test_a_cpu_hog_beside_a_check_changes_no_verdict():
     session = GradingSession(ROOT, "L7.3")
     suite = ROOT / "tests/calibration/l7-3-suite-c"
     alone = check_module(ROOT, "L7.3", tests=suite, course_tests=False, session=session, sharing="isolated")
-    verdicts_alone = {m["id"]: m["killed"] for m in alone.mutants}
+    verdicts_alone = {m.id: m.killed for m in alone.mutants}
     survivors = [m for m in session.mutants.counted if not verdicts_alone[m.id]]
     kills = [m for m in session.mutants.counted if verdicts_alone[m.id]]
     assert survivors, "no survivor: nothing that load could turn into a kill"
@@ -765,7 +765,7 @@ def test_a_cpu_hog_beside_a_check_changes_no_verdict():
         hog.stop()
     assert hog.hogs, "the hog never started"
     assert alone.reason is None and loaded.reason is None, (alone.problems, loaded.problems)
-    verdicts_loaded = {m["id"]: m["killed"] for m in loaded.mutants}
+    verdicts_loaded = {m.id: m.killed for m in loaded.mutants}
     changed = sorted(k for k, killed in verdicts_loaded.items() if killed != verdicts_alone[k])
     assert not changed, f"beside the hog these mutants got another verdict: {changed}"
     assert [p.killed for p in loaded.pitfalls] == [p.killed for p in alone.pitfalls]
@@ -901,7 +901,7 @@ session, scratch = kit.sampled_session(), Path(tempfile.mkdtemp(prefix="ol-galle
 for cheat in {cheats!r}:
     result = check_module(kit.ROOT, "L7.3", tests=kit.materialize(cheat, scratch), course_tests=False,
                           session=session, sharing="isolated", time_limit=8, workers=2)
-    print(json.dumps(dict(kit.dataclasses.asdict(result), cheat=cheat)), flush=True)
+    print(json.dumps(dict(result.to_json(), cheat=cheat)), flush=True)
 """
 
 

@@ -5,7 +5,7 @@ score) or NOT GRADED (and the reason says why); a graded one PASSED or NOT
 PASSED (and the reason says why).
 
     grades.csv     CSV_FIELDS, one row per submission, by student name
-    <student>.json the record (ol.grade.outcome says what it holds)
+    <student>.json the record (ol.grade.one.GradeRecord says what it holds)
     summary.md     the counts, the scores, the pitfalls most often missed,
                    the mutants that survive most often (what the class does
                    not test), why each not graded one was not, faults of the
@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ol.grade.copies import SimilarPair
 from ol.grade.feedback import ROUNDING
+from ol.grade.one import GradeRecord
 from ol.grade.outcome import NOT_GRADED, NOT_PASSED, PASSED, Outcome
 from ol.grade.points import shown
 
@@ -55,18 +56,19 @@ def write_csv(rows: list[dict[str, str]], path: Path) -> None:
     _write(path, buffer.getvalue())
 
 
-def write_record(record: dict, folder: Path) -> Path:
-    path = folder / f"{record['student']}.json"
-    _write(path, json.dumps(record, indent=2, sort_keys=True))
+def write_record(record: GradeRecord, folder: Path) -> Path:
+    path = folder / f"{record.student}.json"
+    _write(path, json.dumps(record.to_json(), indent=2, sort_keys=True))
     return path
 
 
-def read_record(folder: Path, student: str) -> dict | None:
+def read_record(folder: Path, student: str) -> GradeRecord | None:
+    """The record written for `student`, or None (none, or not one ol grade could have written)."""
     try:
         record = json.loads((folder / f"{student}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return GradeRecord.from_json(record) if isinstance(record, dict) else None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
-    return record if isinstance(record, dict) else None
 
 
 def counts(outcomes: list[Outcome]) -> dict[str, int]:

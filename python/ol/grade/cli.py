@@ -31,6 +31,7 @@ from pathlib import Path
 
 from ol.errors import OlError
 from ol.exits import ERROR, OK
+from ol.grade.one import GradeRecord
 from ol.grading.cli import _positive_int, _time_limit
 
 
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace, ctx) -> int:
     except OlError as error:
         print(f"ol grade: {error}", file=ctx.err)
         return ERROR
-    return _report(args, ctx, module, submissions, records, manifest, out)
+    return _write_results(args, ctx, module, submissions, records, manifest, out)
 
 
 def _only(names: list[str] | None, submissions) -> set[str] | None:
@@ -136,7 +137,7 @@ def _only(names: list[str] | None, submissions) -> set[str] | None:
     return {by_name[name] for name in names}
 
 
-def _grade(args, ctx, module, submissions, only, out: Path, mode: str) -> dict[str, dict]:
+def _grade(args, ctx, module, submissions, only, out: Path, mode: str) -> dict[str, GradeRecord]:
     """{student: record} for every submission: kept, screened out, or graded now,
     each run confined in `mode` (confine.choose_mode)."""
     from ol.grade.class_report import read_record, write_record
@@ -146,38 +147,38 @@ def _grade(args, ctx, module, submissions, only, out: Path, mode: str) -> dict[s
     cores = os.cpu_count() or 1
     jobs = args.jobs or max(1, cores // (args.workers or cores))
     workers = args.workers or max(1, cores // jobs) + 1
-    kit_key = hashlib.sha256(f"{kit_digest(ctx.root)} {module.id} {args.time_limit} {mode}".encode()).hexdigest()
-    records: dict[str, dict] = {}
+    grading_key = hashlib.sha256(f"{kit_digest(ctx.root)} {module.id} {args.time_limit} {mode}".encode()).hexdigest()
+    records: dict[str, GradeRecord] = {}
     groups: dict[str, tuple] = {}        # digest -> (files, [base, ...]): the same files are graded once
     kept, missing = 0, []
     for submission in submissions:
-        base, screening = base_record(module, submission, kit_key=kit_key, confinement=mode)
+        base, screening = base_record(module, submission, grading_key=grading_key, confinement=mode)
         previous = read_record(out, submission.student)
         if only is not None and submission.student not in only:
             if previous is not None:
                 records[submission.student] = previous
             else:
                 missing.append(submission.student)
-        elif only is None and previous is not None and previous.get("digest") == base["digest"]:
-            records[submission.student] = {**previous, **base}     # unchanged since it was graded: keep it
+        elif only is None and previous is not None and previous.digest == base.digest:
+            records[submission.student] = previous.about(base)     # unchanged since it was graded: keep it
             kept += 1
         elif screening.reason is not None:
             records[submission.student] = not_graded_record(base, screening)
             write_record(records[submission.student], out)
         else:
-            groups.setdefault(base["digest"], (submission.files, []))[1].append(base)
+            groups.setdefault(base.digest, (submission.files, []))[1].append(base)
     if missing:
         print(f"ol grade: not graded yet, left out (run without --only to grade them): {', '.join(missing)}",
               file=ctx.err)
     progress = _Progress(len(groups), kept, parallel=jobs, stream=ctx.err)
 
-    def finish(digest: str, result: dict) -> None:
+    def finish(digest: str, graded: GradeRecord) -> None:
         for base in groups[digest][1]:
-            record = {**result, **base}
-            record["confinement"] = result.get("confinement") or base["confinement"]   # what the check had in force
+            record = graded.about(base)
+            record.confinement = graded.confinement or base.confinement   # what the check had in force
             write_record(record, out)
-            records[base["student"]] = record
-        progress.done(groups[digest][1][0]["student"])
+            records[base.student] = record
+        progress.done(groups[digest][1][0].student)
 
     try:
         if groups:
@@ -205,12 +206,12 @@ def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, mod
                          [(digest, files) for digest, (files, _) in groups.items()], workers=workers,
                          time_limit=args.time_limit,   # a worker confines as strongly as it can, never less
                          confinement=confine.UNCONFINED if mode == confine.UNCONFINED else "auto",
-                         on_done=lambda record: finish(record.pop("student"), record))
+                         on_done=lambda record: finish(record.student, record))
         return
     from ol.grade.one import grade_one
 
     with tempfile.TemporaryDirectory(prefix="ol-grade-") as scratch, ThreadPoolExecutor(jobs) as pool:
-        def one(files: dict[str, bytes]) -> dict:
+        def one(files: dict[str, bytes]) -> GradeRecord:
             workdir = Path(tempfile.mkdtemp(dir=scratch, prefix="submission-"))   # never shared, whatever the names
             return grade_one(ctx.root, module.id, files, workdir=workdir, workers=workers,
                              time_limit=args.time_limit, mutant_cache=cache, confinement=mode)
@@ -220,12 +221,12 @@ def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, mod
             try:
                 result = future.result()
             except Exception as error:  # noqa: BLE001 (one submission's fault is its own row, never the class's)
-                result = {"passed": False, "score": None, "seconds": 0.0,
-                          "error": f"the grader failed: {type(error).__name__}: {error}"}
+                result = GradeRecord(student="", error=f"the grader failed: {type(error).__name__}: {error}")
             finish(futures[future], result)
 
 
-def _report(args, ctx, module, submissions, records: dict[str, dict], manifest: dict, out: Path) -> int:
+def _write_results(args, ctx, module, submissions, records: dict[str, GradeRecord], manifest: dict,
+                   out: Path) -> int:
     """grades.csv, summary.md, the feedback files and the export, all from the records."""
     from ol.grade.class_report import headline, row, summary, write_csv
     from ol.grade.copies import similar_pairs

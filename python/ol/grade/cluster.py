@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ol.errors import OlError
+from ol.grade.one import GradeRecord
 
 KIT, CACHE = "kit", "mutant-cache"
 
@@ -26,7 +27,7 @@ class RayUnavailable(OlError):
 
 
 def grade_task(module_id: str, student: str, files: dict[str, bytes], workers: int, time_limit: float,
-               confinement: str) -> dict:
+               confinement: str) -> GradeRecord:
     """One submission, on a Ray worker whose working directory holds the kit."""
     from ol.grade.one import grade_one
 
@@ -35,13 +36,13 @@ def grade_task(module_id: str, student: str, files: dict[str, bytes], workers: i
         record = grade_one(here / KIT, module_id, files, workdir=Path(scratch) / "work", workers=workers,
                            time_limit=time_limit, mutant_cache=sorted((here / CACHE).glob("mutants-*.json")),
                            confinement=confinement)
-    record["student"] = student
+    record.student = student   # the job's key (ol.grade.cli groups the same files)
     return record
 
 
 def grade_on_ray(address: str, staging: Path, ol_package: Path, module_id: str, jobs: list[tuple[str, dict]], *,
                  workers: int, time_limit: float, confinement: str,
-                 on_done: Callable[[dict], None]) -> None:
+                 on_done: Callable[[GradeRecord], None]) -> None:
     """Run every (student, files) job as a task; call on_done(record) as each ends.
 
     staging holds KIT and CACHE: it becomes the job's working_dir."""
@@ -70,8 +71,8 @@ def grade_on_ray(address: str, staging: Path, ol_package: Path, module_id: str, 
                 try:
                     record = ray.get(ref)
                 except Exception as error:  # noqa: BLE001 (the task's failure is this student's row)
-                    record = {"student": student, "passed": False, "score": None,
-                              "error": f"the Ray task failed: {type(error).__name__}: {str(error)[-1000:]}"}
+                    record = GradeRecord(student=student, error=f"the Ray task failed: {type(error).__name__}: "
+                                                                f"{str(error)[-1000:]}")
                 on_done(record)
     finally:
         ray.shutdown()

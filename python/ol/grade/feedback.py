@@ -109,7 +109,7 @@ def markdown(outcome: Outcome, table: dict[str, float], level: str) -> str:
                 for survivor in shown_here:
                     lines += [f"`{survivor.id}`", "", "```diff", survivor.diff.rstrip(), "```", ""]
     lines += ["## Files", ""]
-    names = outcome.record.get("names") or {}
+    names = outcome.record.names
     lines += [f"- graded: {', '.join(sorted(names.values())) or 'none'}",
               f"- ignored (not part of {outcome.module}): {', '.join(outcome.ignored) or 'none'}", ""]
     return "\n".join(lines)

@@ -266,7 +266,7 @@ def grade_submission(kit: Path, config: dict, submission: Path) -> dict:
     module = load_catalog(kit).get(config["module"])
     entry = read_submission(submission, module, student="submission")
     mode, why = confine.choose_mode()   # namespaces; in Docker's default profile, one user of its own per run
-    base, screening = base_record(module, entry, kit_key="gradescope", confinement=mode)
+    base, screening = base_record(module, entry, grading_key="gradescope", confinement=mode)
     if screening.reason is None and mode == confine.UNCONFINED and not config.get("allow_unconfined"):
         screening = Screening("the autograder cannot confine your tests here (neither bubblewrap nor one user "
                               "per run works), so it does not grade them; tell your instructor", [why])
@@ -275,10 +275,10 @@ def grade_submission(kit: Path, config: dict, submission: Path) -> dict:
     else:
         with tempfile.TemporaryDirectory(prefix="ol-autograder-") as scratch:
             cache = sorted((Path.home() / ".cache" / "tinyllm-ol").glob("*.json"))
-            record = {**grade_one(kit, module.id, entry.files, workdir=Path(scratch) / "work",
-                                  workers=(os.cpu_count() or 1) + 1, confinement=mode, mutant_cache=cache), **base}
-    if record.get("error"):     # Gradescope shows the autograder's stdout to instructors only
-        print(f"ol: the grader failed on this submission (not the student's work): {record['error']}")
+            record = grade_one(kit, module.id, entry.files, workdir=Path(scratch) / "work",
+                               workers=(os.cpu_count() or 1) + 1, confinement=mode, mutant_cache=cache).about(base)
+    if record.error:     # Gradescope shows the autograder's stdout to instructors only
+        print(f"ol: the grader failed on this submission (not the student's work): {record.error}")
     outcome = read_outcome(record, config["points"], catalog_pitfalls(kit, module))
     return results_json(outcome, config["points"], config.get("feedback", "full"))
 

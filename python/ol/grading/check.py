@@ -20,6 +20,7 @@ How runs are confined, and what each mode guarantees: README.md in this folder.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,9 +56,33 @@ class Survivor:
     possibly_equivalent: bool | None = None   # student kit: the course tests miss it too (None: not asked)
 
 
+@dataclass(frozen=True)
+class MutantLine:
+    """One counted generated mutant as the result lists it (the HTML page
+    places it on its line; the floors count it by function)."""
+
+    id: str
+    function: str
+    line: int
+    killed: bool
+    killed_by: str | None = None   # the first test that failed on it; None when none did or a crash killed it
+    diff: str = ""
+    possibly_equivalent: bool | None = None   # student kit, survivors only (None: not asked)
+
+    def to_json(self) -> dict:
+        """The fields in order; possibly_equivalent only when it was asked."""
+        data = dataclasses.asdict(self)
+        if self.possibly_equivalent is None:
+            del data["possibly_equivalent"]
+        return data
+
+
 @dataclass
 class CheckResult:
-    """What `ol check` found; `reason` is set when the check stopped early."""
+    """What `ol check` found; `reason` is set when the check stopped early.
+
+    to_json() is the one record everything outside ol.grading reads (ol check
+    --json, ol grade's records, Gradescope); from_json() reads it back."""
 
     module: str
     threshold: float
@@ -76,14 +101,61 @@ class CheckResult:
     memory_bound: str = ""  # the memory bound per run in force (ol.grading.memory)
     course_tests: dict[str, int] = field(default_factory=dict)   # {"passed": n, "total": n}
     killed_by: dict[str, str] = field(default_factory=dict)      # variant id -> first test that failed on it
-    mutants: list[dict] = field(default_factory=list)            # every counted mutant: id, function, line,
-                                                                 # killed, killed_by (a test id or null), diff
+    mutants: list[MutantLine] = field(default_factory=list)      # every counted mutant
     carried_over: int = 0     # kills taken from the last check (their tests' code unchanged), not run again
     course_tests_kept: bool = False   # the course tests' pass taken from the last check (the same code)
     mutants_of: str = "the reference"  # what the mutants change: "your own code" in a student kit (ol.grading.local)
     floors: list[dict] = field(default_factory=list)     # each public function's floor (ol.grading.floors.Floor)
     rejected: list[dict] = field(default_factory=list)   # each test failing on a correct implementation, once:
                                                          # test, failure, implementations (ol.grading.rejected)
+
+    def to_json(self) -> dict:
+        """The record of `ol check --json`: the fields in JSON_FIELDS' order, and "error": None
+        (a check that could not run writes not_run_json instead)."""
+        data = {name: getattr(self, name) for name in JSON_FIELDS}
+        data["pitfalls"] = [dataclasses.asdict(p) for p in self.pitfalls]
+        data["survivors"] = [dataclasses.asdict(s) for s in self.survivors]
+        data["mutants"] = [m.to_json() for m in self.mutants]
+        for name in ("problems", "floors", "rejected"):
+            data[name] = [dict(entry) if isinstance(entry, dict) else entry for entry in data[name]]
+        for name in ("excluded", "course_tests", "killed_by"):
+            data[name] = dict(data[name])
+        return {**data, "error": None}
+
+    @classmethod
+    def from_json(cls, record: dict) -> CheckResult:
+        """A result read back from its record; keys it does not know are ignored
+        (a record of ol grade holds its own), missing ones take the defaults."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {name: record[name] for name in known if name in record}
+        values.setdefault("module", "")
+        values.setdefault("threshold", 0.0)
+        values["pitfalls"] = [PitfallOutcome(**_known(PitfallOutcome, {**p, "tests": tuple(p.get("tests") or ())}))
+                              for p in record.get("pitfalls") or []]
+        values["survivors"] = [Survivor(**_known(Survivor, s)) for s in record.get("survivors") or []]
+        values["mutants"] = [MutantLine(**_known(MutantLine, m)) for m in record.get("mutants") or []]
+        for name in ("problems", "floors", "rejected"):
+            values[name] = [dict(entry) if isinstance(entry, dict) else entry for entry in record.get(name) or []]
+        for name in ("excluded", "course_tests", "killed_by"):
+            values[name] = dict(record.get(name) or {})
+        return cls(**values)
+
+
+# The record's fields in the order `ol check --json` has always printed them:
+# outside checks read them by these names (a kit test holds them to the dataclass).
+JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
+               "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by",
+               "mutants", "carried_over", "course_tests_kept", "mutants_of", "floors", "rejected", "memory_bound")
+
+
+def not_run_json(module: str, error: str) -> dict:
+    """The record of a check that could not run (a usage error, or a fault of the grader)."""
+    return {"module": module, "passed": False, "score": None, "error": error}
+
+
+def _known(kind, record: dict) -> dict:
+    names = {f.name for f in dataclasses.fields(kind)}
+    return {key: value for key, value in record.items() if key in names}
 
 
 def check_module(
@@ -195,12 +267,12 @@ def check_module(
     result.survivors = [Survivor(m.id, m.function, m.diff) for m, v in mutants if not (v and v.killed)]
     result.killed_by = {key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed}
     result.carried_over = len(carried)
-    result.mutants = [{"id": m.id, "function": m.function, "line": m.line, "killed": bool(v and v.killed),
-                       "killed_by": result.killed_by.get(m.id), "diff": m.diff} for m, v in mutants]
+    result.mutants = [MutantLine(m.id, m.function, m.line, bool(v and v.killed), result.killed_by.get(m.id), m.diff)
+                      for m, v in mutants]
     result.counted = len(pitfalls) + len(mutants)
     result.killed = sum(o.killed for o in result.pitfalls) + sum(bool(v and v.killed) for _, v in mutants)
     result.score = result.killed / result.counted if result.counted else 1.0
-    floors = function_floors(grading.floors, result.mutants, session.contract)
+    floors = function_floors(grading.floors, [m.to_json() for m in result.mutants], session.contract)
     result.floors = [f.as_dict() for f in floors]
     result.passed = (result.score >= grading.threshold and all(o.killed for o in result.pitfalls)
                      and all(f.met for f in floors))
@@ -262,5 +334,5 @@ def equivalent_verdicts(root: Path, module_id: str, *, tests: Path, workers: int
     return [key for key, verdict in verdicts.items() if verdict.killed]
 
 
-__all__ = ["DEFAULT_TIME_LIMIT", "CheckResult", "PitfallOutcome", "Survivor", "check_fixtures", "check_module",
-           "equivalent_verdicts"]
+__all__ = ["DEFAULT_TIME_LIMIT", "JSON_FIELDS", "CheckResult", "MutantLine", "PitfallOutcome", "Survivor",
+           "check_fixtures", "check_module", "equivalent_verdicts", "not_run_json"]

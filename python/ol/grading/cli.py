@@ -96,7 +96,9 @@ def run(args: argparse.Namespace, ctx) -> int:
             progress.close()
     except OlError as error:
         if args.json:
-            print(json.dumps({"module": args.module, "passed": False, "score": None, "error": str(error)}), file=ctx.out)
+            from ol.grading.check import not_run_json
+
+            print(json.dumps(not_run_json(args.module, str(error))), file=ctx.out)
         else:
             print(f"ol check: {error}", file=ctx.err)
         return ERROR if error.exit_code == 2 else NOT_PASSED

@@ -31,6 +31,7 @@ passes is not caught here (no second implementation).
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from pathlib import Path
 
@@ -150,9 +151,8 @@ def _mark_possibly_equivalent(session: LocalSession, result: CheckResult, *, wor
     possibly = {runs[number].id for number, outcome in outcomes.items() if outcome.exit == 0}
     result.survivors = [s.__class__(s.id, s.function, s.diff, possibly_equivalent=s.id in possibly)
                         for s in result.survivors]
-    for entry in result.mutants:
-        if not entry["killed"]:
-            entry["possibly_equivalent"] = entry["id"] in possibly
+    result.mutants = [m if m.killed else dataclasses.replace(m, possibly_equivalent=m.id in possibly)
+                      for m in result.mutants]
 
 
 def library_source(root: Path, file: str) -> tuple[str, str]:

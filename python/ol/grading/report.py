@@ -11,23 +11,18 @@ import json
 import math
 import sys
 import textwrap
-from dataclasses import asdict
 
 from ol.grading.check import CheckResult
 from ol.grading.floors import floor_line
 
 DEFAULT_MAX_SURVIVORS = 3   # diffs shown per function; --all shows every one
-JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
-               "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by",
-               "mutants", "carried_over", "course_tests_kept", "mutants_of", "floors", "rejected", "memory_bound")
 COURSE_TESTS_FAILED = "course tests fail on your code"     # how check.py's reason starts when they do
 
 
 def to_json(result: CheckResult) -> str:
-    """The result as one JSON object (the fields of JSON_FIELDS, and "error":
-    null; a check that could not run prints {"error": reason, "score": null})."""
-    data = asdict(result)
-    return json.dumps({**{key: data[key] for key in JSON_FIELDS}, "error": None}, indent=2)
+    """The result as one JSON object (CheckResult.to_json; a check that could
+    not run prints check.not_run_json instead)."""
+    return json.dumps(result.to_json(), indent=2)
 
 
 def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVORS) -> str:
