@@ -11,7 +11,7 @@ import pytest
 
 from kit import ROOT
 from ol.catalog import CatalogError, load_catalog
-from ol.grading.check import check_module
+from ol.grading.check import CheckRequest, check_module
 from ol.grading.floors import Floor, function_floors, public_names
 from ol.grading.html_report import to_html
 from ol.grading.report import to_json, to_text
@@ -60,7 +60,8 @@ def test_a_suite_that_never_calls_rope_spec_fails_l7_4_on_its_floor():
     """Issue 19: oracle comparisons of rope_parameters only, no rope_spec test.
     Its score and pitfalls pass (0.83 before floors existed); the floor fails it."""
     session = GradingSession(ROOT, "L7.4")
-    result = check_module(ROOT, "L7.4", tests=ORACLE_ONLY, course_tests=False, sharing="shared", session=session)
+    result = check_module(ROOT, "L7.4", CheckRequest(tests=ORACLE_ONLY, course_tests=False, fresh=True),
+                          session=session)
     assert result.reason is None, result.problems
     assert result.score >= result.threshold and all(p.killed for p in result.pitfalls), (
         f"without its floor the suite would pass: score {result.score:.3f}, "

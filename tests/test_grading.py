@@ -22,7 +22,8 @@ import pytest
 from grading_suites.float16_blind import write_float16_blind_suite
 from kit import ROOT, copy_checkout, explain, processes_with, run_ol, snapshot
 from ol.catalog import load_catalog
-from ol.grading.check import JSON_FIELDS, CheckResult, MutantLine, PitfallOutcome, Survivor, check_module
+from ol.grading.check import (JSON_FIELDS, CheckRequest, CheckResult, MutantLine, PitfallOutcome, Survivor,
+                              check_module)
 from ol.grading.engine import Run
 from ol.grading.html_report import to_html
 from ol.grading.mutants import _generate, build_mutant_set, load_pitfalls
@@ -37,8 +38,10 @@ REFERENCE_ROPE = ROOT / "course/reference/python/tinyllm/modern/rope.py"
 MODEL_ANSWER = ROOT / "course/reference/python/tests/l7-3-rope"
 
 
-def grade(folder: Path, **kwargs):
-    return check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", **kwargs)
+def grade(folder: Path, session: GradingSession | None = None, **request):
+    """The shared check of `folder` (no verdict cache), `request` naming CheckRequest's other fields."""
+    return check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, fresh=True, **request),
+                        session=session)
 
 
 # ---- the grade discriminates -----------------------------------------------------------
@@ -691,9 +694,8 @@ def test_a_run_killed_at_its_processor_time_limit_is_a_timeout_not_a_crash():
 def warm_check_equal_to_cold(session, folder: Path, cache: Path):
     """Check `folder` warm (with the verdict cache) and cold; assert they give
     the same grade, kills, pitfalls and "by"; return the warm result."""
-    warm = check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", session=session,
-                        verdict_cache=cache)
-    cold = check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", session=session)
+    warm = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, verdicts=cache), session=session)
+    cold = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, fresh=True), session=session)
     assert warm.reason is None and cold.reason is None, (warm.problems, cold.problems)
     assert ({m.id for m in warm.mutants if m.killed} == {m.id for m in cold.mutants if m.killed})
     assert [p.killed for p in warm.pitfalls] == [p.killed for p in cold.pitfalls]

@@ -19,7 +19,7 @@ from playwright.sync_api import sync_playwright
 
 from kit import ROOT, copy_checkout, explain, run_ol
 from ol.catalog import REFERENCE_TREE
-from ol.grading.check import CheckResult, PitfallOutcome, check_module
+from ol.grading.check import CheckRequest, CheckResult, PitfallOutcome, check_module
 from ol.grading.html_report import GENERATOR, ReportPathError, report_path, to_html, write_report
 from ol.grading.report import floored
 
@@ -32,7 +32,7 @@ SOURCE = (ROOT / SOURCE_PATH).read_text()
 @pytest.fixture(scope="module")
 def graded() -> CheckResult:
     """A weak suite's grade: some mutants caught, many survivors, every pitfall missed."""
-    result = check_module(ROOT, "L7.3", tests=SUITE, course_tests=False, sharing="shared")
+    result = check_module(ROOT, "L7.3", CheckRequest(tests=SUITE, course_tests=False, fresh=True))
     assert result.reason is None, result.problems
     assert any(m.killed for m in result.mutants) and any(not m.killed for m in result.mutants)
     return result

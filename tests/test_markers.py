@@ -23,8 +23,9 @@ The rules:
                       --without-pip (ensurepip, and then installs; the
                       pip-less venvs of kit.virtual_environment take a
                       second or two).
-  needs_confinement   calls check_module with sharing="shared" (which only
-                      a confined run has), or runs `ol grade` (it refuses to
+  needs_confinement   calls check_module with a CheckRequest that does not
+                      name `isolated` (the shared check, which only a
+                      confined run has), or runs `ol grade` (it refuses to
                       grade unconfined).
 
 A rule is a sufficient reason, not the only one: tests measured above about
@@ -158,8 +159,9 @@ class Source:
                 reasons.add(ORACLE)
             if "-m" in words and "venv" in words and "--without-pip" not in words:
                 reasons.add(VENV)
-            if callee == "check_module" and any(k.arg == "sharing" and isinstance(k.value, ast.Constant)
-                                                and k.value.value == "shared" for k in node.keywords):
+            if callee == "check_module" and any(isinstance(a, ast.Call) and ast.unparse(a.func) == "CheckRequest"
+                                                and not any(k.arg == "isolated" for k in a.keywords)
+                                                for a in node.args):
                 reasons.add(SHARED)
         return reasons
 
@@ -295,11 +297,11 @@ PLANTED = textwrap.dedent('''
 
     @pytest.mark.slow
     def test_shared(tmp_path):
-        check_module(ROOT, "L7.3", tests=tmp_path, sharing="shared")
+        check_module(ROOT, "L7.3", CheckRequest(tests=tmp_path, fresh=True))
 
 
     def test_isolated_and_the_word_grade_in_a_string(tmp_path):
-        check_module(ROOT, "L7.3", tests=tmp_path, sharing="isolated")
+        check_module(ROOT, "L7.3", CheckRequest(tests=tmp_path, isolated=True))
         assert "grade" in "ol grade"
 ''')
 

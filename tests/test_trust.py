@@ -25,8 +25,6 @@ gives the process model and the threat model these tests hold it to).
                  confine every run (by uid): no pass, no gain, nothing left.
                  `ol grade` gives the gallery nothing in either mode (the
                  Gradescope bundle: tests/test_class_grading.py).
-    portability  one full check with the spawn start method (no fork in the
-                 process model) grades as the fork one does.
 
 The gallery grades against a sample of the counted mutants (every pitfall,
 the correct implementations and their repeats are all there): what it
@@ -58,7 +56,7 @@ from hypothesis import strategies as st
 from kit import (ROOT, copy_checkout, explain, kill_group, processes_with, run_ol, sigint_as_at_a_terminal,
                  snapshot, virtual_environment)
 from ol.grading import confine, protocol
-from ol.grading.check import check_module
+from ol.grading.check import CheckRequest, check_module
 from ol.grading.engine import Run
 from ol.grading.protocol import RunRequest
 from ol.grading.session import GradingFault, GradingSession, Variant
@@ -143,8 +141,8 @@ def materialize(name: str, dest: Path, root: Path = ROOT, results: Path | None =
 def test_no_cheating_suite_passes_or_gains_score(cheat, sharing, sampled, tmp_path):
     folder = materialize(cheat, tmp_path)
     own_files = snapshot(folder)
-    result = check_module(ROOT, "L7.3", tests=folder, course_tests=False, session=sampled, sharing=sharing,
-                          time_limit=8, workers=2)
+    result = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, time_limit=8, workers=2,
+                                                     isolated=sharing == "isolated", fresh=True), session=sampled)
     assert_stopped(cheat, sharing, result)
     assert snapshot(folder) == own_files or cheat.startswith("counter"), "the kit's copy is read-only to runs"
     assert_nothing_left(cheat)
@@ -237,8 +235,8 @@ def test_no_run_reads_or_changes_the_graders_keyring_or_leaves_a_key(sharing, gr
     before = vote_keys()
     for cheat in KEYRING_CHEATS:
         folder = materialize(cheat, tmp_path)
-        result = check_module(ROOT, "L7.3", tests=folder, course_tests=False, session=sampled, sharing=sharing,
-                              time_limit=8, workers=2)
+        result = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, time_limit=8, workers=2,
+                                                         isolated=sharing == "isolated", fresh=True), session=sampled)
         assert not result.passed and (result.reason is not None or result.score <= MAX_CHEAT_SCORE), (
             cheat, result.score, result.reason)
         if cheat == "read-the-graders-keyring":
@@ -335,7 +333,7 @@ def test_the_observer_never_imports_the_suite_or_the_code_under_test(sampled, tm
     shutil.copytree(MODEL_ANSWER, folder)
     (folder / "test_rope_oracle.py").rename(folder / "test_only_in_a_sandbox.py")
     before = set(sys.modules)
-    result = check_module(ROOT, "L7.3", tests=folder, course_tests=False, session=sampled, sharing="shared")
+    result = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, fresh=True), session=sampled)
     assert result.passed, (result.reason, result.problems)
     imported = set(sys.modules) - before
     assert not [m for m in imported if "only_in_a_sandbox" in m or m.startswith(("tinyllm", "_ol_contract"))], imported
@@ -450,8 +448,8 @@ def test_a_fault_of_the_grader_is_an_error_with_no_score(victim, sampled, tmp_pa
     before = set(descendants(os.getpid()))
     on_event = kill_after(2, victim)
     with pytest.raises(GradingFault):
-        check_module(ROOT, "L7.3", tests=folder, course_tests=False, session=sampled, sharing="shared",
-                     on_event=on_event, time_limit=20)
+        check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, time_limit=20, fresh=True),
+                     session=sampled, on_event=on_event)
     assert on_event.seen["killed"], f"no {victim} was found to kill"
     nothing_left(before)
 
@@ -565,7 +563,8 @@ def hostile_suite(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def model_answer_kills(sampled):
-    result = check_module(ROOT, "L7.3", tests=MODEL_ANSWER, course_tests=False, session=sampled, sharing="isolated")
+    result = check_module(ROOT, "L7.3", CheckRequest(tests=MODEL_ANSWER, course_tests=False, isolated=True),
+                          session=sampled)
     assert result.reason is None, (result.reason, result.problems)
     return result.killed, result.counted
 
@@ -575,8 +574,8 @@ def test_hostile_bytes_in_a_runs_report_cost_only_that_runs_lines(sharing, sampl
     """Issue 17's attack and other hostile reports, written by the tests'
     side: the check grades as the model answer alone does (the writes lose
     only the run's own report lines), no GradingFault."""
-    result = check_module(ROOT, "L7.3", tests=hostile_suite(tmp_path), course_tests=False, session=sampled,
-                          sharing=sharing, time_limit=20)
+    result = check_module(ROOT, "L7.3", CheckRequest(tests=hostile_suite(tmp_path), course_tests=False, time_limit=20,
+                                                     isolated=sharing == "isolated", fresh=True), session=sampled)
     assert result.reason is None, (result.reason, result.problems)
     assert (result.killed, result.counted) == model_answer_kills
 
@@ -681,8 +680,8 @@ def test_a_run_that_forks_to_allocate_past_its_memory_bound_is_killed(sampled, t
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     try:
-        result = check_module(ROOT, "L7.3", tests=folder, course_tests=False, session=sampled, sharing="isolated",
-                              workers=1, time_limit=30)
+        result = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, workers=1, time_limit=30,
+                                                         isolated=True), session=sampled)
     finally:
         done.set()
         watcher.join()
@@ -746,7 +745,7 @@ def test_a_cpu_hog_beside_a_check_changes_no_verdict():
     them; only a survivor can turn into a kill): the same verdicts."""
     session = GradingSession(ROOT, "L7.3")
     suite = ROOT / "tests/calibration/l7-3-suite-c"
-    alone = check_module(ROOT, "L7.3", tests=suite, course_tests=False, session=session, sharing="isolated")
+    alone = check_module(ROOT, "L7.3", CheckRequest(tests=suite, course_tests=False, isolated=True), session=session)
     verdicts_alone = {m.id: m.killed for m in alone.mutants}
     survivors = [m for m in session.mutants.counted if not verdicts_alone[m.id]]
     kills = [m for m in session.mutants.counted if verdicts_alone[m.id]]
@@ -759,8 +758,8 @@ def test_a_cpu_hog_beside_a_check_changes_no_verdict():
             hog.start()
 
     try:
-        loaded = check_module(ROOT, "L7.3", tests=suite, course_tests=False, session=session, sharing="isolated",
-                              on_event=start_the_hog)
+        loaded = check_module(ROOT, "L7.3", CheckRequest(tests=suite, course_tests=False, isolated=True),
+                              session=session, on_event=start_the_hog)
     finally:
         hog.stop()
     assert hog.hogs, "the hog never started"
@@ -815,7 +814,7 @@ from pathlib import Path
 sys.path[:0] = [{tests!r}]
 import test_trust as kit
 from ol.grading import confine
-from ol.grading.check import check_module
+from ol.grading.check import CheckRequest, check_module
 
 
 class OneRangeForAll:   # the old code: every check's runs are users RUN_UID_BASE + slot
@@ -832,8 +831,8 @@ class OneRangeForAll:   # the old code: every check's runs are users RUN_UID_BAS
 if {one_range!r}:
     confine.UidBlock = OneRangeForAll
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # unwind: the engine removes what it made
-result = check_module(kit.ROOT, "L7.3", tests=Path({suite!r}), course_tests=False, session=kit.sampled_session(),
-                      sharing="isolated", time_limit=60, workers=2)
+result = check_module(kit.ROOT, "L7.3", CheckRequest(tests=Path({suite!r}), course_tests=False, isolated=True,
+                                                  time_limit=60, workers=2), session=kit.sampled_session())
 print(json.dumps({{"reason": result.reason, "problems": result.problems, "killed": result.killed}}), flush=True)
 """
 
@@ -896,11 +895,11 @@ import json, sys, tempfile
 from pathlib import Path
 sys.path[:0] = [{tests!r}]
 import test_trust as kit
-from ol.grading.check import check_module
+from ol.grading.check import CheckRequest, check_module
 session, scratch = kit.sampled_session(), Path(tempfile.mkdtemp(prefix="ol-gallery-"))
 for cheat in {cheats!r}:
-    result = check_module(kit.ROOT, "L7.3", tests=kit.materialize(cheat, scratch), course_tests=False,
-                          session=session, sharing="isolated", time_limit=8, workers=2)
+    result = check_module(kit.ROOT, "L7.3", CheckRequest(tests=kit.materialize(cheat, scratch), course_tests=False,
+                                                      isolated=True, time_limit=8, workers=2), session=session)
     print(json.dumps(dict(result.to_json(), cheat=cheat)), flush=True)
 """
 
@@ -1052,18 +1051,3 @@ def test_ol_grade_gives_the_gallery_nothing(where, tmp_path):
 
 
 # ---- portability ------------------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_a_full_check_with_the_spawn_start_method_grades_as_the_fork_one_does(tmp_path):
-    """No fork in the process model (as on macOS and Windows): every run is a
-    fresh interpreter.  Same verdicts, the whole mutant set."""
-    session = GradingSession(ROOT, "L7.3")
-    suite = ROOT / "tests/calibration/l7-3-suite-c"
-    spawned = check_module(ROOT, "L7.3", tests=suite, course_tests=False, session=session, start_method="spawn",
-                           time_limit=60)
-    forked = check_module(ROOT, "L7.3", tests=suite, course_tests=False, session=session, sharing="isolated")
-    assert spawned.reason is None and forked.reason is None, (spawned.reason, spawned.problems)
-    assert (spawned.killed, spawned.counted, spawned.passed) == (forked.killed, forked.counted, forked.passed)
-    assert [s.id for s in spawned.survivors] == [s.id for s in forked.survivors]
-    assert json.dumps([p.killed for p in spawned.pitfalls]) == json.dumps([p.killed for p in forked.pitfalls])

@@ -185,8 +185,8 @@ def _verify_grading(session, result: VerifyResult, workers: int) -> None:
             "survivors of the model answer are printed by ol check on it)"
         )
     answer = session.root / grading.model_answer
-    check = check_module(session.root, session.module.id, tests=answer, course_tests=False, workers=workers,
-                         session=session)
+    check = check_module(session.root, session.module.id, CheckRequest(tests=answer, course_tests=False,
+                                                                       workers=workers, isolated=True), session=session)
     if check.reason:
         result.problems.append(f"the model answer ({grading.model_answer}) is not graded: {check.reason}: "
                                + "; ".join(check.problems))

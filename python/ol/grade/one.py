@@ -62,7 +62,8 @@ class GradeRecord:
     not_graded: dict | None = None  # {"reason", "details"} when the check was not run (ol.grade.precheck)
 
     def to_json(self) -> dict:
-        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("result", "not_graded")}
+        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name not in ("result", "not_graded")}
         checked = self.result.to_json() if self.result is not None else {"passed": False, "score": None}
         return {**checked, **own, **({"not_graded": self.not_graded} if self.not_graded is not None else {})}
 

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ol.errors import OlError
 from ol.grading import confine
 from ol.grading.engine import EngineFault, SuiteBroke
 from ol.grading.floors import function_floors
@@ -158,45 +159,74 @@ def _known(kind, record: dict) -> dict:
     return {key: value for key, value in record.items() if key in names}
 
 
-def check_module(
-    root: Path,
-    module_id: str,
-    *,
-    tests: Path | None = None,
-    ref_deps: bool = False,
-    course_tests: bool = True,
-    workers: int = 2,
-    time_limit: float = DEFAULT_TIME_LIMIT,
-    on_event: Callable[[dict], None] | None = None,
-    mode: str | None = None,
-    start_method: str = "fork",
-    sharing: str = "isolated",
-    session: GradingSession | None = None,
-    verdict_cache: Path | None = None,
-    limits: confine.Limits | None = None,
-) -> CheckResult:
-    """Grade the tests in `tests` (default: the student's folder for the module).
+@dataclass(frozen=True)
+class CheckRequest:
+    """What a check is asked to do; check_module decides from it how runs are
+    confined, whether the suite is collected once, and whether the kills of
+    the last check are kept."""
 
-    course_tests=False skips step 2 (the instructor's `ol verify` grades the
-    model answer).  time_limit is processor seconds: it bounds the course
-    tests, collecting the suite and each run on a correct implementation; a
-    mutant gets 2 s + 10x the slowest correct run, at most time_limit.  mode
-    is confine.CONFINED, BY_UID or UNCONFINED (default: the strongest this
-    host allows, confine.choose_mode).  limits: what each run may use (the
-    memory bound per run among them; default confine.Limits()).  sharing is
-    "isolated" (every run collects the suite afresh: the instructor's grade)
-    or "shared" (the suite is collected once: the student's fast local
-    check); README.md here says what each guarantees.  verdict_cache (the
-    local check only) is a file where kills are kept, so that a re-check
-    after an edit runs only what the edit can change (ol.grading.recheck).
+    tests: Path | None = None       # default: the student's folder for the module
+    ref_deps: bool = False          # the course tests take the module's needs from the reference
+    course_tests: bool = True       # False: skip step 2 (ol verify grades the model answer)
+    isolated: bool = False          # collect the suite afresh in every run, as the instructor's grade does
+    require_confinement: bool = False   # refuse to run unconfined (the instructor's side); implies isolated
+    confinement: str = "auto"       # "auto" (the strongest this host allows), confine.CONFINED or BY_UID
+    fresh: bool = False             # grade every mutant again: neither read nor write .ol/verdicts
+    workers: int = 2
+    time_limit: float = DEFAULT_TIME_LIMIT
+    memory_limit: int | None = None     # MiB per run, all its processes together (None: confine.Limits')
+    verdicts: Path | None = None    # where the kills are kept (None: ROOT/.ol/verdicts/MODULE.json; tests name one)
+
+
+def check_module(root: Path, module_id: str, request: CheckRequest = CheckRequest(), *,
+                 session: GradingSession | None = None,
+                 on_event: Callable[[dict], None] | None = None) -> CheckResult:
+    """Grade the tests `request.tests` (default: the student's folder for the module).
+
+    time_limit is processor seconds: it bounds the course tests, collecting
+    the suite and each run on a correct implementation; a mutant gets 2 s +
+    10x the slowest correct run, at most time_limit.  Decided here, from the
+    request and the host (README.md in this folder says what each
+    guarantees):
+
+    - confinement: confine.choose_mode(request.confinement); unconfined is
+      refused when the request requires confinement or names a mode
+      (OlError "refusing to grade unconfined"), and otherwise announced to
+      on_event as {"event": "unconfined", "why": ...}: feedback only;
+    - sharing: "shared" (the suite collected once: the student's fast local
+      check) only when confined and neither isolated nor requiring
+      confinement; "isolated" (every run collects it afresh: the
+      instructor's grade) otherwise;
+    - the verdict cache (ol.grading.recheck: a re-check runs only what an
+      edit can change): read and written only by a shared check that is not
+      fresh, so an isolated grade never reads .ol/verdicts.
 
     Raises GradingFault (exit 2, no score) when the grader itself fails.
     """
-    started = time.monotonic()
+    mode, why = confine.choose_mode(request.confinement)
+    if mode == confine.UNCONFINED:
+        if request.require_confinement or request.confinement != "auto":
+            raise OlError(f"refusing to grade unconfined: {why}")
+        if on_event is not None:
+            on_event({"event": "unconfined", "why": why})
+    isolated = request.isolated or request.require_confinement or mode != confine.CONFINED
     session = session or GradingSession(root, module_id)
+    verdicts = None if isolated or request.fresh else (
+        request.verdicts or session.root / ".ol" / "verdicts" / f"{session.module.id}.json")
+    limits = confine.Limits(memory=request.memory_limit << 20) if request.memory_limit is not None else None
+    return _check(session, request, mode=mode, sharing="isolated" if isolated else "shared", verdict_cache=verdicts,
+                  limits=limits, on_event=on_event)
+
+
+def _check(session: GradingSession, request: CheckRequest, *, mode: str, sharing: str, verdict_cache: Path | None,
+           limits: confine.Limits | None, on_event: Callable[[dict], None] | None) -> CheckResult:
+    """The check's steps (the module's docstring), in the confinement and sharing check_module chose."""
+    tests, ref_deps, course_tests = request.tests, request.ref_deps, request.course_tests
+    workers, time_limit = request.workers, request.time_limit
+    started = time.monotonic()
     root, module, grading = session.root, session.module, session.grading
     tests = Path(tests).resolve() if tests is not None else root / module.student_tests
-    result = CheckResult(module=module.id, threshold=grading.threshold, confinement=mode or _mode())
+    result = CheckResult(module=module.id, threshold=grading.threshold, confinement=mode)
     result.excluded = {"message_only": len(session.mutants.message_only), "equivalent": len(session.mutants.equivalent)}
 
     def stop(reason: str, problems: list[str], output: str = "") -> CheckResult:
@@ -216,7 +246,7 @@ def check_module(
 
     try:
         with session.engine({"student": tests}, course=course_tests and kept_course is None, workers=workers,
-                            mode=result.confinement, start_method=start_method, sharing=sharing,
+                            mode=result.confinement, sharing=sharing,
                             limits=limits) as engine:
             result.memory_bound = engine.memory_bound()
             grader = Grader(session, engine, time_limit=time_limit, on_event=on_event)
@@ -280,12 +310,6 @@ def check_module(
     return result
 
 
-def _mode() -> str:
-    from ol.grading.session import default_mode
-
-    return default_mode()
-
-
 def _course_reason(module_id: str, ref_deps: bool) -> str:
     return ("course tests fail on your code: fix them first (./ol tests "
             f"{module_id}{' --ref-deps' if ref_deps else ''})")
@@ -316,7 +340,8 @@ def check_fixtures(session: GradingSession) -> None:
                 raise GradingFault(f"a golden fixture of {session.module.id} is broken (not your code): {error}") from None
 
 
-def equivalent_verdicts(root: Path, module_id: str, *, tests: Path, workers: int = 2, time_limit: float = DEFAULT_TIME_LIMIT,
+def equivalent_verdicts(root: Path, module_id: str, *, tests: Path, workers: int = 2,
+                        time_limit: float = DEFAULT_TIME_LIMIT,
                         session: GradingSession | None = None) -> list[str]:
     """Ids of the module's reviewed equivalent mutants that `tests` catch
     (`ol verify` runs the model answer: a caught one is not equivalent)."""
@@ -335,4 +360,4 @@ def equivalent_verdicts(root: Path, module_id: str, *, tests: Path, workers: int
 
 
 __all__ = ["DEFAULT_TIME_LIMIT", "JSON_FIELDS", "CheckResult", "MutantLine", "PitfallOutcome", "Survivor",
-           "check_fixtures", "check_module", "equivalent_verdicts", "not_run_json"]
+           "CheckRequest", "check_fixtures", "check_module", "equivalent_verdicts", "not_run_json"]

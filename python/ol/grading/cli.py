@@ -66,8 +66,7 @@ def run(args: argparse.Namespace, ctx) -> int:
     # must not depend on how many run at once.  Set before numpy loads.
     for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, "1")
-    from ol.grading import confine
-    from ol.grading.check import check_module
+    from ol.grading.check import CheckRequest, check_module
     from ol.grading.html_report import report_path
     from ol.grading.report import ProgressBar, to_json, to_text
     from ol.state import CHECKED
@@ -76,22 +75,23 @@ def run(args: argparse.Namespace, ctx) -> int:
     try:
         module = ctx.module(args.module)
         html = None if args.html is None else report_path(Path(args.html) if args.html else None, ctx.root, module.id)
-        mode, why = confine.choose_mode(args.confinement)
-        if mode == confine.UNCONFINED and (args.require_confinement or args.confinement != "auto"):
-            raise OlError(f"refusing to grade unconfined: {why}")
-        if mode == confine.UNCONFINED and not args.json:
-            ctx.warn(f"this check runs unconfined ({why}): it is feedback only; "
-                     "the instructor's grade is computed confined")
+        request = CheckRequest(tests=args.tests, ref_deps=args.ref_deps, isolated=args.isolated,
+                               require_confinement=args.require_confinement, confinement=args.confinement,
+                               fresh=args.fresh, workers=args.jobs, time_limit=args.time_limit,
+                               memory_limit=args.memory_limit)
         progress = ProgressBar(total=0, stream=ctx.err)
+
+        def on_event(event: dict) -> None:
+            if event.get("event") == "unconfined" and not args.json:
+                ctx.warn(f"this check runs unconfined ({event['why']}): it is feedback only; "
+                         "the instructor's grade is computed confined")
+            progress(event)
+
         try:
-            sharing = "isolated" if args.isolated or mode != confine.CONFINED or args.require_confinement else "shared"
-            cache = None if sharing == "isolated" or args.fresh else ctx.root / ".ol" / "verdicts" / f"{module.id}.json"
             checker = check_module
             if released(ctx.root, module.id):   # a student kit: graded against your own code (ol.grading.local)
                 from ol.grading.local import check_in_kit as checker
-            result = checker(ctx.root, module.id, tests=args.tests, ref_deps=args.ref_deps, workers=args.jobs,
-                             time_limit=args.time_limit, on_event=progress, mode=mode, sharing=sharing,
-                             verdict_cache=cache, limits=confine.Limits(memory=args.memory_limit << 20))
+            result = checker(ctx.root, module.id, request, on_event=on_event)
         finally:
             progress.close()
     except OlError as error:

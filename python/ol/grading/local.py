@@ -38,7 +38,7 @@ from pathlib import Path
 from ol.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
 from ol.errors import OlError
 from ol.grading.chaffs import chaff_variants, load_chaffs
-from ol.grading.check import DEFAULT_TIME_LIMIT, CheckResult, check_module
+from ol.grading.check import CheckRequest, CheckResult, check_module
 from ol.grading.engine import EngineFault, Run
 from ol.grading.mutants import MutantSet, Pitfall, generate_mutants
 from ol.grading.protocol import RunRequest
@@ -118,23 +118,24 @@ class LocalSession(GradingSession):
             if key == "reference" else None
 
 
-def check_in_kit(root: Path, module_id: str, **options) -> CheckResult:
+def check_in_kit(root: Path, module_id: str, request: CheckRequest = CheckRequest(), *,
+                 on_event=None) -> CheckResult:
     """`ol check` for a module a student kit hands out: check_module's flow on a
     LocalSession, then each survivor run against the course tests to mark the
-    ones that may be equivalent.  `options` are check_module's."""
+    ones that may be equivalent."""
     session = LocalSession(root, module_id)
-    result = check_module(root, module_id, session=session, **options)
+    result = check_module(root, module_id, request, session=session, on_event=on_event)
     result.mutants_of = YOUR_CODE
     if result.reason is None and session.mutant_error:
         raise GradingFault(f"mutmut could not make mutants of your {session.reference.origin}: {session.mutant_error}")
     if result.reason is None and 0 < len(result.survivors) <= MAX_TRIAGED:
-        _mark_possibly_equivalent(session, result, workers=options.get("workers", 2),
-                                  time_limit=options.get("time_limit", DEFAULT_TIME_LIMIT), mode=options.get("mode"))
+        _mark_possibly_equivalent(session, result, workers=request.workers, time_limit=request.time_limit,
+                                  mode=result.confinement)
     return result
 
 
 def _mark_possibly_equivalent(session: LocalSession, result: CheckResult, *, workers: int, time_limit: float,
-                              mode: str | None) -> None:
+                              mode: str) -> None:
     """Run the course tests (stopping at the first failure) on every surviving
     mutant: the ones they pass are possibly equivalent to the student's code."""
     by_id = {m.id: m for m in session.mutants.counted}
