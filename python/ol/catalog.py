@@ -45,6 +45,10 @@ class CatalogError(OlError):
     """course/catalog.toml is malformed; the message names the entry and the key."""
 
 
+class NotGraded(OlError):
+    """The module has no graded tests (no [module.grading] in the catalog)."""
+
+
 class UnknownModule(OlError, ValueError):
     """A module id that the catalog does not list; the message lists the known ids."""
 
@@ -144,6 +148,16 @@ class Catalog:
         if len(folded) == 1:
             return folded[0]
         raise UnknownModule(module_id, self.ids)
+
+    def graded(self, module_id: str, command: str) -> Grading:
+        """The module's [module.grading]; NotGraded, naming the modules that
+        have one, when it has none.  command: who grades ("ol check", ...)."""
+        module = self.get(module_id)
+        if module.grading is None:
+            graded = ", ".join(m.id for m in self.modules if m.grading)
+            raise NotGraded(f"{module.id} has no graded tests: {command} grades modules whose catalog entry has "
+                            f"[module.grading] ({graded}). Run ./ol tests {module.id} for its course tests.")
+        return module.grading
 
     def needs_closure(self, module: Module | str) -> tuple[Module, ...]:
         """Everything `module` needs, directly or through other needs, each module

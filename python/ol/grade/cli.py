@@ -96,9 +96,7 @@ def run(args: argparse.Namespace, ctx) -> int:
 
     try:
         module = ctx.module(args.module)
-        if module.grading is None:
-            raise OlError(f"{module.id} has no graded tests; ol grade grades "
-                          f"{', '.join(m.id for m in ctx.catalog.modules if m.grading)}")
+        ctx.catalog.graded(module.id, "ol grade")
         if args.export and args.manifest is None:
             raise OlError(f"--export {args.export} needs --manifest CSV: the file that gives each entry's student "
                           "id on your platform (a header entry,id)")

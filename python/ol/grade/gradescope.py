@@ -168,9 +168,7 @@ def run(args: argparse.Namespace, ctx) -> int:
 
     try:
         module = ctx.module(args.module)
-        if module.grading is None:
-            raise OlError(f"{module.id} has no graded tests: an autograder grades "
-                          f"{', '.join(m.id for m in ctx.catalog.modules if m.grading)}")
+        ctx.catalog.graded(module.id, "an autograder")
         path = build_bundle(ctx.root, module.id, args.out, allow_unconfined=args.allow_unconfined,
                             feedback=args.feedback)
     except (OlError, OSError) as error:

@@ -35,14 +35,14 @@ import dataclasses
 import tomllib
 from pathlib import Path
 
-from ol.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
+from ol.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, NotGraded, dotted_name, load_catalog
 from ol.errors import OlError
 from ol.grading.chaffs import chaff_variants, load_chaffs
 from ol.grading.check import CheckRequest, CheckResult, check_module
 from ol.grading.engine import EngineFault, Run
 from ol.grading.mutants import MutantSet, Pitfall, generate_mutants
 from ol.grading.protocol import RunRequest
-from ol.grading.session import GradingFault, GradingSession, NotGraded, Variant, _text
+from ol.grading.session import GradingFault, GradingSession, Variant, _text
 
 YOUR_CODE = "your own code"
 # Survivors run against the course tests at most: one course run each.  A suite
