@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import math
 import os
 import sys
 import tempfile
@@ -168,7 +167,7 @@ def _grade(args, ctx, module, submissions, only, out: Path, mode: str) -> dict[s
     if missing:
         print(f"ol grade: not graded yet, left out (run without --only to grade them): {', '.join(missing)}",
               file=ctx.err)
-    progress = _Progress(len(groups), kept, parallel=jobs, stream=ctx.err)
+    progress = _Progress(len(groups), kept, stream=ctx.err)
 
     def finish(digest: str, graded: GradeRecord) -> None:
         for base in groups[digest][1]:
@@ -300,37 +299,24 @@ def _starter(root: Path, module) -> dict[str, str]:
 
 
 class _Progress:
-    """A one-line bar on stderr: gradings done, and the time left estimated
-    from the mean time per grading so far."""
+    """Gradings done, and the time left estimated from the mean time per
+    grading so far: a bar on a terminal, a line per grading elsewhere."""
 
-    def __init__(self, total: int, kept: int, parallel: int, stream=sys.stderr, width: int = 30):
-        self.total, self.parallel, self.width = total, max(1, parallel), width
-        self.stream, self.count = stream, 0
-        self.started = time.monotonic()
-        self.active = hasattr(stream, "isatty") and stream.isatty()
+    def __init__(self, total: int, kept: int, stream=sys.stderr):
+        from ol.progress import Bar
+
+        self.bar, self.stream, self.started = Bar(total, stream), stream, time.monotonic()
         if kept:
             print(f"ol grade: {kept} submission(s) unchanged since they were graded: kept", file=stream)
 
     def done(self, student: str) -> None:
-        self.count += 1
-        left = self.total - self.count
-        eta = (time.monotonic() - self.started) / self.count * left
-        filled = int(self.width * self.count / max(self.total, 1))
-        if self.active:
-            self.stream.write(f"\r  grading [{'#' * filled}{'.' * (self.width - filled)}] {self.count}/{self.total} "
-                              f"submissions, about {_duration(eta)} left")
-            self.stream.flush()
-        else:
-            print(f"ol grade: {student} done ({self.count}/{self.total}, about {_duration(eta)} left)",
-                  file=self.stream)
+        from ol.progress import duration
+
+        left = self.bar.total - (self.bar.done + 1)
+        eta = duration((time.monotonic() - self.started) / (self.bar.done + 1) * left)
+        self.bar.advance(f"submissions, about {eta} left")
+        if not self.bar.active:
+            print(f"ol grade: {student} done ({self.bar.done}/{self.bar.total}, about {eta} left)", file=self.stream)
 
     def close(self) -> None:
-        if self.active and self.count:
-            self.stream.write("\r" + " " * (self.width + 60) + "\r")
-            self.stream.flush()
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{math.ceil(seconds)} s"
-    return f"{seconds / 60:.0f} min"
+        self.bar.close()

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace, ctx) -> int:
         os.environ.setdefault(name, "1")
     from ol.grading.check import CheckRequest, check_module
     from ol.grading.html_report import report_path
-    from ol.grading.report import ProgressBar, to_json, to_text
+    from ol.grading.report import to_json, to_text
     from ol.state import CHECKED
     from ol.student_kit import released
 
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace, ctx) -> int:
                                require_confinement=args.require_confinement, confinement=args.confinement,
                                fresh=args.fresh, workers=args.jobs, time_limit=args.time_limit,
                                memory_limit=args.memory_limit)
-        progress = ProgressBar(total=0, stream=ctx.err)
+        progress = _Progress(ctx.err)
 
         def on_event(event: dict) -> None:
             if event.get("event") == "unconfined" and not args.json:
@@ -127,6 +127,25 @@ def _write_html(ctx, module, result, path: Path, stream) -> None:
     source = (ctx.root / source_path).read_text(encoding="utf-8")
     write_report(path, to_html(result, source, source_path))
     print(f"The report as a web page: {path.as_uri()}", file=stream)
+
+
+class _Progress:
+    """on_event for check_module: the bar counts verdicts against the plan's runs."""
+
+    def __init__(self, stream):
+        from ol.progress import Bar
+
+        self.bar, self.killed = Bar(total=1, stream=stream), 0
+
+    def __call__(self, event: dict) -> None:
+        if event.get("event") == "plan":
+            self.bar.total = max(event["runs"], 1)
+        elif event.get("event") == "verdict":
+            self.killed += event.get("status") in ("failed", "timeout", "crashed")
+            self.bar.advance(f"runs, {self.killed} caught")
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 def _html_file(text: str) -> str:

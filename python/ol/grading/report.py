@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import textwrap
 
 from ol.grading.check import CheckResult
@@ -189,31 +188,3 @@ def _needed(result: CheckResult) -> int:
 
 def _indent(text: str, spaces: int) -> str:
     return textwrap.indent(text, " " * spaces)
-
-
-class ProgressBar:
-    """`on_event` for check_module: a one-line bar on stderr while mutants run
-    (nothing when stderr is not a terminal)."""
-
-    def __init__(self, total: int, stream=None, width: int = 30):
-        self.total, self.width = max(total, 1), width
-        self.stream = stream or sys.stderr
-        self.done = self.killed = 0
-        self.active = self.stream.isatty()
-
-    def __call__(self, event: dict) -> None:
-        if event.get("event") == "plan":
-            self.total = max(event["runs"], 1)
-        if not self.active or event.get("event") != "verdict":
-            return
-        self.done += 1
-        self.killed += event.get("status") in ("failed", "timeout", "crashed")
-        filled = int(self.width * min(self.done, self.total) / self.total)
-        self.stream.write(f"\r  grading [{'#' * filled}{'.' * (self.width - filled)}] "
-                          f"{self.done}/{self.total} runs, {self.killed} caught")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.active and self.done:
-            self.stream.write("\r" + " " * (self.width + 50) + "\r")
-            self.stream.flush()
