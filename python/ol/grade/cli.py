@@ -92,6 +92,7 @@ def run(args: argparse.Namespace, ctx) -> int:
     from ol.grade.gradebook import read_manifest
     from ol.grade.submissions import read_submissions
     from ol.grading import confine
+    from ol.grading.check import require_confinement
 
     try:
         module = ctx.module(args.module)
@@ -100,9 +101,8 @@ def run(args: argparse.Namespace, ctx) -> int:
             raise OlError(f"--export {args.export} needs --manifest CSV: the file that gives each entry's student "
                           "id on your platform (a header entry,id)")
         mode, why = confine.choose_mode()   # namespaces, or (root without them: Docker) one user per run
-        if mode == confine.UNCONFINED and not args.allow_unconfined:
-            raise OlError(f"refusing to grade unconfined: {why}; "
-                          "or pass --allow-unconfined where confinement cannot work")
+        require_confinement(mode, why, allowed=args.allow_unconfined,
+                            advice="or pass --allow-unconfined where confinement cannot work")
         manifest = read_manifest(args.manifest) if args.manifest else {}
         submissions = read_submissions(args.submissions, module)
         only = _only(args.only, submissions)

@@ -260,12 +260,13 @@ def grade_submission(kit: Path, config: dict, submission: Path) -> dict:
     from ol.grade.precheck import Screening
     from ol.grade.submissions import read_submission
     from ol.grading import confine
+    from ol.grading.check import refusing_unconfined
 
     module = load_catalog(kit).get(config["module"])
     entry = read_submission(submission, module, student="submission")
     mode, why = confine.choose_mode()   # namespaces; in Docker's default profile, one user of its own per run
     base, screening = base_record(module, entry, grading_key="gradescope", confinement=mode)
-    if screening.reason is None and mode == confine.UNCONFINED and not config.get("allow_unconfined"):
+    if screening.reason is None and refusing_unconfined(mode, bool(config.get("allow_unconfined"))):
         screening = Screening("the autograder cannot confine your tests here (neither bubblewrap nor one user "
                               "per run works), so it does not grade them; tell your instructor", [why])
     if screening.reason is not None:

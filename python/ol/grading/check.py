@@ -204,11 +204,9 @@ def check_module(root: Path, module_id: str, request: CheckRequest = CheckReques
     Raises GradingFault (exit 2, no score) when the grader itself fails.
     """
     mode, why = confine.choose_mode(request.confinement)
-    if mode == confine.UNCONFINED:
-        if request.require_confinement or request.confinement != "auto":
-            raise OlError(f"refusing to grade unconfined: {why}")
-        if on_event is not None:
-            on_event({"event": "unconfined", "why": why})
+    require_confinement(mode, why, allowed=not request.require_confinement and request.confinement == "auto")
+    if mode == confine.UNCONFINED and on_event is not None:
+        on_event({"event": "unconfined", "why": why})
     isolated = request.isolated or request.require_confinement or mode != confine.CONFINED
     session = session or GradingSession(root, module_id)
     verdicts = None if isolated or request.fresh else (
@@ -216,6 +214,18 @@ def check_module(root: Path, module_id: str, request: CheckRequest = CheckReques
     limits = confine.Limits(memory=request.memory_limit << 20) if request.memory_limit is not None else None
     return _check(session, request, mode=mode, sharing="isolated" if isolated else "shared", verdict_cache=verdicts,
                   limits=limits, on_event=on_event)
+
+
+def refusing_unconfined(mode: str, allowed: bool) -> bool:
+    """Whether a grade must not run in `mode` (confine.choose_mode's): unconfined, and not allowed to be."""
+    return mode == confine.UNCONFINED and not allowed
+
+
+def require_confinement(mode: str, why: str, *, allowed: bool = False, advice: str = "") -> None:
+    """Raise OlError when refusing_unconfined: the words every command uses,
+    with `why` (what confinement lacks here) and the command's own advice."""
+    if refusing_unconfined(mode, allowed):
+        raise OlError(f"refusing to grade unconfined: {why}" + (f"; {advice}" if advice else ""))
 
 
 def _check(session: GradingSession, request: CheckRequest, *, mode: str, sharing: str, verdict_cache: Path | None,
@@ -360,4 +370,5 @@ def equivalent_verdicts(root: Path, module_id: str, *, tests: Path, workers: int
 
 
 __all__ = ["DEFAULT_TIME_LIMIT", "JSON_FIELDS", "CheckResult", "MutantLine", "PitfallOutcome", "Survivor",
-           "CheckRequest", "check_fixtures", "check_module", "equivalent_verdicts", "not_run_json"]
+           "CheckRequest", "check_fixtures", "check_module", "equivalent_verdicts", "not_run_json",
+           "refusing_unconfined", "require_confinement"]
