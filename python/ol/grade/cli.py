@@ -31,7 +31,7 @@ from pathlib import Path
 from ol.errors import OlError
 from ol.exits import ERROR, OK
 from ol.grade.one import GradeRecord
-from ol.grading.cli import _positive_int, _time_limit
+from ol.arguments import deadline, positive_int, seconds
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -49,15 +49,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("submissions", metavar="SUBMISSIONS", type=Path, help="a folder with one entry per student")
     parser.add_argument("--out", type=Path, metavar="DIR", default=None,
                         help="where the results go (default: SUBMISSIONS-graded beside SUBMISSIONS)")
-    parser.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+    parser.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                         help="submissions graded side by side on this machine (default: the cores divided by "
                              "each check's --workers)")
-    parser.add_argument("--workers", type=_positive_int, default=None, metavar="W",
+    parser.add_argument("--workers", type=positive_int, default=None, metavar="W",
                         help="runs side by side within one check (default: one more than the cores divided by "
                              "--jobs, as ol check does)")
     parser.add_argument("--ray", metavar="ADDRESS", default=None,
                         help="grade each submission as a task on an existing Ray cluster ('auto', or host:port)")
-    parser.add_argument("--time-limit", type=_time_limit, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=seconds, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
                         help="a check's time limit for the course tests and a suite on a correct implementation")
     parser.add_argument("--feedback", choices=LEVELS, default=DEFAULT_LEVEL,
                         help="what each student is handed back: none (no files), summary (<student>.md: the "
@@ -66,7 +66,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--manifest", type=Path, metavar="CSV", default=None,
                         help="a CSV with a header entry,id[,name][,submitted]: each entry's student id on your "
                              "platform, and the time it was submitted (ISO 8601; default: the entry's file time)")
-    parser.add_argument("--deadline", type=_deadline, metavar="TIME", default=None,
+    parser.add_argument("--deadline", type=deadline, metavar="TIME", default=None,
                         help="ISO 8601, e.g. 2026-03-01T23:59 (this machine's time zone unless given): grades.csv "
                              "says which submissions are late")
     parser.add_argument("--only", nargs="+", metavar="NAME", default=None,
@@ -77,15 +77,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-unconfined", action="store_true",
                         help="grade even where bubblewrap cannot run (the results then say so); by default "
                              "ol grade refuses")
-
-
-def _deadline(text: str):
-    from ol.grade.gradebook import parse_time
-
-    try:
-        return parse_time(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def run(args: argparse.Namespace, ctx) -> int:

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 from pathlib import Path
 
+from ol.arguments import MAX_TIME_LIMIT, html_file, module_args, positive_int, seconds, whole_number
 from ol.errors import OlError
 from ol.exits import ERROR, NOT_PASSED, OK
-
-MAX_TIME_LIMIT = 3600.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -24,26 +22,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "catching every pitfall. Exit 0 passed, 1 not passed, 2 the check could not run "
         "(a usage error, or a fault of the grader: no score is given)."
     )
-    parser.add_argument("module", metavar="MODULE", help="a graded module id, e.g. L7.3")
-    parser.add_argument("--ref-deps", action="store_true",
-                        help="run the course tests with the module's needs taken from the reference")
+    module_args(parser, "for the course tests: only your code for the module itself is tested")
     parser.add_argument("--tests", type=Path, metavar="DIR", default=None,
                         help="grade the tests in DIR instead of your own test folder")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object on stdout")
-    parser.add_argument("--html", nargs="?", const="", default=None, type=_html_file, metavar="PATH",
+    parser.add_argument("--html", nargs="?", const="", default=None, type=html_file, metavar="PATH",
                         help="also write the report as one self-contained web page: the score, the pitfalls, "
                              "and the graded source with every mutant on its line (default PATH: "
                              ".ol/reports/MODULE-check.html; an existing file is replaced only if ol wrote it)")
-    parser.add_argument("--jobs", type=_positive_int, default=(os.cpu_count() or 1) + 1, metavar="N",
+    parser.add_argument("--jobs", type=positive_int, default=(os.cpu_count() or 1) + 1, metavar="N",
                         help="runs N at a time (default: one more than the cores: a run's tests wait on "
                              "the code under test in another process part of the time)")
-    parser.add_argument("--time-limit", type=_time_limit, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=seconds, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
                         help="processor time the course tests, or your suite on a correct implementation, may "
                              f"take (default {DEFAULT_TIME_LIMIT:.0f}, at most {MAX_TIME_LIMIT:.0f}; a run that waits rather than "
                              "computes is stopped at 3 times that on the clock)")
     parser.add_argument("--memory-limit", type=_memory_limit, default=2048, metavar="MIB",
                         help="memory each run may use, all its processes together (default 2048 MiB)")
-    parser.add_argument("--max-survivors", type=_positive_int, default=3, metavar="N",
+    parser.add_argument("--max-survivors", type=positive_int, default=3, metavar="N",
                         help="surviving mutants shown with their diff, per function (default 3)")
     parser.add_argument("--all", action="store_true", help="show every surviving mutant's diff")
     parser.add_argument("--fresh", action="store_true",
@@ -148,39 +144,5 @@ class _Progress:
         self.bar.close()
 
 
-def _html_file(text: str) -> str:
-    """--html's PATH: empty (the default place) or a name ending in .html."""
-    if text and not text.lower().endswith((".html", ".htm")):
-        raise argparse.ArgumentTypeError(f"expected a file name ending in .html, got {text!r} "
-                                         "(--html alone, after MODULE, writes .ol/reports/MODULE-check.html)")
-    return text
-
-
-def _positive_int(text: str) -> int:
-    return _whole_number(text, 1, "a whole number >= 1", "")
-
-
 def _memory_limit(text: str) -> int:
-    return _whole_number(text, 256, "a whole number of MiB", "at least 256 MiB (a run imports numpy and pytest)")
-
-
-def _whole_number(text: str, least: int, kind: str, least_said: str) -> int:
-    """An argument that must be a whole number of at least `least`."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"expected {least_said or kind}, got {text}")
-    return value
-
-
-def _time_limit(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not (math.isfinite(value) and 0 < value <= MAX_TIME_LIMIT):
-        raise argparse.ArgumentTypeError(
-            f"expected a number of seconds above 0 and at most {MAX_TIME_LIMIT:.0f}, got {text}")
-    return value
+    return whole_number(text, 256, "a whole number of MiB", "at least 256 MiB (a run imports numpy and pytest)")
