@@ -4,7 +4,7 @@
     bar.advance("runs, 14 caught")      #   grading [#####.........] 21/120 runs, 14 caught
     bar.close()                         # the line blanked, the cursor back at its start
 
-`ol check` counts runs (ol.grading.cli), `ol grade` submissions
+`ol check` counts runs (ol.grading.check_cli), `ol grade` submissions
 (ol.grade.cli); what each adds after the count is its own.
 """
 
