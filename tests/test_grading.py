@@ -63,7 +63,7 @@ def assert_the_record_round_trips(result: CheckResult) -> None:
     grade: every field is in it (a renamed field fails here, not in
     grades.csv), and from_json gives back the same result, alone or inside
     ol grade's record."""
-    from ol.grade.one import GradeRecord
+    from ol.class_grading.one import GradeRecord
 
     data = json.loads(to_json(result))
     assert list(data) == [*JSON_FIELDS, "error"], "the --json record's fields and their order are a contract"
@@ -201,10 +201,10 @@ def test_each_test_rejecting_a_correct_implementation_is_shown_once_with_its_fai
     assert page.count(f"<code>{typo}</code> rejects a correct implementation") == 1
     assert "NameError: name &#x27;foo&#x27; is not defined" in page
 
-    from ol.grade.feedback import markdown
-    from ol.grade.gradescope import results_json
-    from ol.grade.one import GradeRecord
-    from ol.grade.outcome import check_result, read_outcome
+    from ol.class_grading.feedback import markdown
+    from ol.class_grading.gradescope import results_json
+    from ol.class_grading.one import GradeRecord
+    from ol.class_grading.outcome import check_result, read_outcome
 
     points = load_catalog(ROOT).get("L7.3").grading.points
     outcome = read_outcome(GradeRecord.from_json({**data, "student": "ann", "names": {}}), points, [])

@@ -76,7 +76,7 @@ def html_file(text: str) -> str:
 
 def deadline(text: str):
     """An ISO 8601 time (this machine's time zone unless given), as a datetime."""
-    from ol.grade.gradebook import parse_time
+    from ol.class_grading.gradebook import parse_time
 
     try:
         return parse_time(text)

@@ -136,8 +136,8 @@ LAZY_VERBS: dict[str, tuple[str, str]] = {
     "watch": ("ol.watch", "run the tests again each time you save a file (--mine: your own tests)"),
     "shell": ("ol.shell", "a Python prompt (or -c CODE) with tinyllm as the module's tests see it"),
     "verify": ("ol.verify", "instructor: the reference passes, stubs fail, pitfalls are caught"),
-    "grade": ("ol.grade.cli", "instructor: grade a folder of submissions (grades.csv, summary.md)"),
-    "gradescope": ("ol.grade.gradescope", "instructor: build a Gradescope autograder bundle"),
+    "grade": ("ol.class_grading.grade_cli", "instructor: grade a folder of submissions (grades.csv, summary.md)"),
+    "gradescope": ("ol.class_grading.gradescope", "instructor: build a Gradescope autograder bundle"),
     "milestone": ("ol.milestone.milestone_cli", "a whole model on your modules: MS-L7 runs SmolLM2-135M against transformers"),
     "release": ("ol.release", "instructor: write the student kit without the answers (--solutions: add them)"),
 }

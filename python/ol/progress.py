@@ -5,7 +5,7 @@
     bar.close()                         # the line blanked, the cursor back at its start
 
 `ol check` counts runs (ol.grading.check_cli), `ol grade` submissions
-(ol.grade.cli); what each adds after the count is its own.
+(ol.class_grading.grade_cli); what each adds after the count is its own.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ol.grade.outcome import NOT_GRADED, PASSED, Outcome, check_result
-from ol.grade.points import shown
+from ol.class_grading.outcome import NOT_GRADED, PASSED, Outcome, check_result
+from ol.class_grading.points import shown
 from ol.grading.floors import floor_line
 
 LEVELS = ("none", "summary", "full")

@@ -1,16 +1,16 @@
 """One graded submission as the class's reports read it: the only place in
-ol.grade that reads a check's result (ol.grade.one.GradeRecord, whose
+ol.class_grading that reads a check's result (ol.class_grading.one.GradeRecord, whose
 `result` is ol.grading.check.CheckResult: attributes, never JSON keys).
 
     outcome = read_outcome(record, module_points, catalog_pitfalls)
     outcome.status      PASSED, NOT_PASSED or NOT_GRADED
     outcome.reason      why it is not a pass, in one line of the student's words ("" when passed)
     outcome.details     lines that explain the reason (the course tests' first failure, ...)
-    outcome.points      ol.grade.points.Points (the same rule for grades.csv and Gradescope)
+    outcome.points      ol.class_grading.points.Points (the same rule for grades.csv and Gradescope)
     check_result(outcome)           the record as a CheckResult, for ol.grading.html_report
 
-A record (ol.grade.one.GradeRecord) is the check's result, plus what
-ol.grade adds: who, from which entry, the files' names, what was not taken,
+A record (ol.class_grading.one.GradeRecord) is the check's result, plus what
+ol.class_grading adds: who, from which entry, the files' names, what was not taken,
 when, why it was not graded, a fault of the grader.
 
 Every text shown to a student goes through `in_student_words`: a checkout
@@ -25,10 +25,10 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from ol.grade.points import Points, points, shown
+from ol.class_grading.points import Points, points, shown
 
 if TYPE_CHECKING:
-    from ol.grade.one import GradeRecord
+    from ol.class_grading.one import GradeRecord
     from ol.grading.check import CheckResult
 
 PASSED, NOT_PASSED, NOT_GRADED = "passed", "not passed", "not graded"
@@ -134,8 +134,9 @@ def read_outcome(record: GradeRecord, table: dict[str, float], catalog_pitfalls:
 
 def in_student_words(text: str, names: dict[str, str]) -> str:
     """`text` with every checkout path named as the student named the file,
-    and no absolute path of a kit copy (…/kit/python/... becomes python/...)."""
-    text = re.sub(r"(?:/[^\s/:'\"()\[\]]+)*/kit/", "", text)
+    and no absolute path of a checkout's copy (…/checkout/python/... becomes
+    python/...) or of the sandbox's files (/kit/python/..., ol.grading.confine)."""
+    text = re.sub(r"(?:/[^\s/:'\"()\[\]]+)*/(?:checkout|kit)/", "", text)
     for path in sorted(names, key=len, reverse=True):
         text = text.replace(path, names[path])
     return text

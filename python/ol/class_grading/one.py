@@ -1,17 +1,17 @@
-"""Grade one submission: a private copy of the kit, the student's files in it,
-`ol check MODULE --ref-deps --isolated --json` run there.
+"""Grade one submission: a private copy of the instructor's checkout, the
+student's files in it, `ol check MODULE --ref-deps --isolated --json` run there.
 
-    base, screening = base_record(module, submission, kit_key="...", confinement="confined")
-    graded = grade_one(kit, "L7.3", submission.files, workdir=Path(...))   # when screening.reason is None
+    base, screening = base_record(module, submission, grading_key="...", confinement="confined")
+    graded = grade_one(checkout, "L7.3", submission.files, workdir=Path(...))   # when screening.reason is None
     record = graded.about(base)            # or not_graded_record(base, screening)
     record.to_json()                       # <student>.json; GradeRecord.from_json reads it back
 
 The copy has its own mutant cache (seeded with the given cache files, which
-the submission cannot touch: the set depends only on the kit) and its own
+the submission cannot touch: the set depends only on the checkout) and its own
 temporary folder; the check confines every run of the student's code, and is
 told to refuse to run unconfined.  Nothing of one submission can reach
 another's copy or the instructor's checkout.  The same function runs on this
-machine and as a Ray task (ol.grade.cluster), so a grade is the same on both.
+machine and as a Ray task (ol.class_grading.cluster), so a grade is the same on both.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ol.catalog import Module
-from ol.grade.kit import copy_kit
-from ol.grade.precheck import Screening, screen
-from ol.grade.submissions import Submission
+from ol.class_grading.checkout import copy_checkout
+from ol.class_grading.precheck import Screening, screen
+from ol.class_grading.submissions import Submission
 from ol.grading.check import DEFAULT_TIME_LIMIT, CheckResult
 from ol.grading.confine import UNCONFINED
 
@@ -40,7 +40,7 @@ SUBMISSION_TIMEOUT = 1200.0   # seconds for one whole check; a check stops its o
 @dataclass
 class GradeRecord:
     """One submission's record (<student>.json): the check's own result, and
-    what ol.grade adds to it.  ol.grade.outcome reads it, by attribute only.
+    what ol.class_grading adds to it.  ol.class_grading.outcome reads it, by attribute only.
 
     In JSON the check's fields (CheckResult.to_json) sit beside these at the
     top level; a check that did not run (screened out, or a fault) has
@@ -54,12 +54,12 @@ class GradeRecord:
     ignored: list[str] = field(default_factory=list)         # names in the submission that were not taken
     submitted: float | None = None  # the entry's own time (seconds since the epoch)
     unparsable: list[dict] = field(default_factory=list)     # test files that do not parse: {"file", "problem"}
-    no_tests: str | None = None     # what to say when no test file was taken (ol.grade.precheck)
+    no_tests: str | None = None     # what to say when no test file was taken (ol.class_grading.precheck)
     confinement: str = ""           # what the check had in force (ol.grading.confine)
     result: CheckResult | None = None
     seconds: float = 0.0
     error: str | None = None        # a fault of the grader (not the student's): why, for the instructor
-    not_graded: dict | None = None  # {"reason", "details"} when the check was not run (ol.grade.precheck)
+    not_graded: dict | None = None  # {"reason", "details"} when the check was not run (ol.class_grading.precheck)
 
     def to_json(self) -> dict:
         own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
@@ -88,7 +88,7 @@ SUBMISSION_FIELDS = ("student", "source", "module", "digest", "names", "ignored"
 def base_record(module: Module, submission: Submission, *, grading_key: str,
                 confinement: str) -> tuple[GradeRecord, Screening]:
     """What a record says of a submission besides the check's own result,
-    and what can be said before grading.  The digest covers the kit, the
+    and what can be said before grading.  The digest covers the checkout, the
     options that change a grade and the files, so an unchanged record can be
     kept."""
     screening = screen(module, submission)
@@ -106,7 +106,7 @@ def not_graded_record(base: GradeRecord, screening: Screening) -> GradeRecord:
                                not_graded={"reason": screening.reason, "details": screening.details})
 
 
-def grade_one(kit: Path, module_id: str, files: dict[str, bytes], *, workdir: Path, workers: int = 2,
+def grade_one(checkout: Path, module_id: str, files: dict[str, bytes], *, workdir: Path, workers: int = 2,
               time_limit: float = DEFAULT_TIME_LIMIT, mutant_cache: list[Path] = (), confinement: str = "auto",
               timeout: float = SUBMISSION_TIMEOUT) -> GradeRecord:
     """The check's --json result read back, with its seconds and error (None
@@ -118,9 +118,9 @@ def grade_one(kit: Path, module_id: str, files: dict[str, bytes], *, workdir: Pa
     run unconfined; or confine.UNCONFINED (ol grade --allow-unconfined)."""
     started = time.monotonic()
     workdir = Path(workdir)
-    copy, home, tmp = workdir / "kit", workdir / "home", workdir / "tmp"
+    copy, home, tmp = workdir / "checkout", workdir / "home", workdir / "tmp"
     try:
-        copy_kit(Path(kit), copy)
+        copy_checkout(Path(checkout), copy)
         try:
             for path, data in files.items():
                 target = copy / path

@@ -6,14 +6,14 @@
     ./ol grade L7.3 submissions/ --manifest ids.csv --deadline 2026-03-01T23:59 --export canvas
     ./ol grade L7.3 submissions/ --only bob carol         # grade these again, keep the others
 
-Each submission is read safely (ol.grade.submissions), screened
-(ol.grade.precheck: what can be said without grading), and graded like
+Each submission is read safely (ol.class_grading.submissions), screened
+(ol.class_grading.precheck: what can be said without grading), and graded like
 `ol check MODULE --ref-deps`, isolated and confined, in a private copy of
-the kit (ol.grade.one).  Submissions with the same files are graded once.
+the checkout (ol.class_grading.one).  Submissions with the same files are graded once.
 Results go to DIR: grades.csv, <student>.json and summary.md
-(ol.grade.class_report), <student>.md and <student>.html (ol.grade.feedback),
-grades-<platform>.csv (ol.grade.gradebook).  A second run keeps each record
-whose files, kit and options are unchanged, so an interrupted grading
+(ol.class_grading.class_report), <student>.md and <student>.html (ol.class_grading.feedback),
+grades-<platform>.csv (ol.class_grading.gradebook).  A second run keeps each record
+whose files, checkout and options are unchanged, so an interrupted grading
 resumes where it stopped; everything else is written again from the records.
 """
 
@@ -30,18 +30,18 @@ from pathlib import Path
 
 from ol.errors import OlError
 from ol.exits import ERROR, OK
-from ol.grade.one import GradeRecord
+from ol.class_grading.one import GradeRecord
 from ol.arguments import deadline, positive_int, seconds
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from ol.grade.feedback import DEFAULT_LEVEL, LEVELS
-    from ol.grade.gradebook import EXPORTS
+    from ol.class_grading.feedback import DEFAULT_LEVEL, LEVELS
+    from ol.class_grading.gradebook import EXPORTS
     from ol.grading.check import DEFAULT_TIME_LIMIT
 
     parser.description = (
         "Instructor: grade a folder of submissions (one folder, .zip or .tar.gz per student) by the "
-        "module's mutation grade, each in a private, confined copy of the kit. Writes DIR/grades.csv, "
+        "module's mutation grade, each in a private, confined copy of the checkout. Writes DIR/grades.csv, "
         "DIR/summary.md, and per student <student>.json, <student>.md and <student>.html. Exit 0 when every "
         "submission has its row (a row may say it was not graded, and why), 2 when grading could not run."
     )
@@ -80,8 +80,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx) -> int:
-    from ol.grade.gradebook import read_manifest
-    from ol.grade.submissions import read_submissions
+    from ol.class_grading.gradebook import read_manifest
+    from ol.class_grading.submissions import read_submissions
     from ol.grading import confine
     from ol.grading.check import require_confinement
 
@@ -128,14 +128,15 @@ def _only(names: list[str] | None, submissions) -> set[str] | None:
 def _grade(args, ctx, module, submissions, only, out: Path, mode: str) -> dict[str, GradeRecord]:
     """{student: record} for every submission: kept, screened out, or graded now,
     each run confined in `mode` (confine.choose_mode)."""
-    from ol.grade.class_report import read_record, write_record
-    from ol.grade.kit import kit_digest
-    from ol.grade.one import base_record, not_graded_record
+    from ol.class_grading.class_report import read_record, write_record
+    from ol.class_grading.checkout import checkout_digest
+    from ol.class_grading.one import base_record, not_graded_record
 
     cores = os.cpu_count() or 1
     jobs = args.jobs or max(1, cores // (args.workers or cores))
     workers = args.workers or max(1, cores // jobs) + 1
-    grading_key = hashlib.sha256(f"{kit_digest(ctx.root)} {module.id} {args.time_limit} {mode}".encode()).hexdigest()
+    grading_key = hashlib.sha256(
+        f"{checkout_digest(ctx.root)} {module.id} {args.time_limit} {mode}".encode()).hexdigest()
     records: dict[str, GradeRecord] = {}
     groups: dict[str, tuple] = {}        # digest -> (files, [base, ...]): the same files are graded once
     kept, missing = 0, []
@@ -184,19 +185,19 @@ def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, mod
     session = GradingSession(ctx.root, module.id)   # builds the mutant cache once; each copy starts from it
     cache = [cache_path(session.reference.source)]
     if args.ray:
-        from ol.grade.cluster import CACHE, KIT, grade_on_ray
-        from ol.grade.kit import copy_kit
+        from ol.class_grading.cluster import CACHE, CHECKOUT, grade_on_ray
+        from ol.class_grading.checkout import copy_checkout
 
-        with tempfile.TemporaryDirectory(prefix="ol-grade-kit-") as staging:
-            copy_kit(ctx.root, Path(staging) / KIT)
-            copy_kit(cache[0].parent, Path(staging) / CACHE, files=[cache[0].name])
-            grade_on_ray(args.ray, Path(staging), Path(staging) / KIT / "python" / "ol", module.id,
+        with tempfile.TemporaryDirectory(prefix="ol-grade-checkout-") as staging:
+            copy_checkout(ctx.root, Path(staging) / CHECKOUT)
+            copy_checkout(cache[0].parent, Path(staging) / CACHE, files=[cache[0].name])
+            grade_on_ray(args.ray, Path(staging), Path(staging) / CHECKOUT / "python" / "ol", module.id,
                          [(digest, files) for digest, (files, _) in groups.items()], workers=workers,
                          time_limit=args.time_limit,   # a worker confines as strongly as it can, never less
                          confinement=confine.UNCONFINED if mode == confine.UNCONFINED else "auto",
                          on_done=lambda record: finish(record.student, record))
         return
-    from ol.grade.one import grade_one
+    from ol.class_grading.one import grade_one
 
     with tempfile.TemporaryDirectory(prefix="ol-grade-") as scratch, ThreadPoolExecutor(jobs) as pool:
         def one(files: dict[str, bytes]) -> GradeRecord:
@@ -216,13 +217,13 @@ def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, mod
 def _write_results(args, ctx, module, submissions, records: dict[str, GradeRecord], manifest: dict,
                    out: Path) -> int:
     """grades.csv, summary.md, the feedback files and the export, all from the records."""
-    from ol.grade.class_report import headline, row, summary, write_csv
-    from ol.grade.copies import similar_pairs
-    from ol.grade.feedback import write_feedback
-    from ol.grade.gradebook import ExportRow, late, shown_time, write_export
-    from ol.grade.kit import catalog_pitfalls, graded_source
-    from ol.grade.outcome import PASSED, read_outcome
-    from ol.grade.points import shown
+    from ol.class_grading.class_report import headline, row, summary, write_csv
+    from ol.class_grading.copies import similar_pairs
+    from ol.class_grading.feedback import write_feedback
+    from ol.class_grading.gradebook import ExportRow, late, shown_time, write_export
+    from ol.class_grading.checkout import catalog_pitfalls, graded_source
+    from ol.class_grading.outcome import PASSED, read_outcome
+    from ol.class_grading.points import shown
 
     table = module.grading.points
     pitfalls = catalog_pitfalls(ctx.root, module)
