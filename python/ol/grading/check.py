@@ -229,8 +229,10 @@ def require_confinement(mode: str, why: str, *, allowed: bool = False, advice: s
 
 
 def _check(session: GradingSession, request: CheckRequest, *, mode: str, sharing: str, verdict_cache: Path | None,
-           limits: confine.Limits | None, on_event: Callable[[dict], None] | None) -> CheckResult:
-    """The check's steps (the module's docstring), in the confinement and sharing check_module chose."""
+           limits: confine.Limits | None, on_event: Callable[[dict], None] | None,
+           then: Callable[[Grader], None] | None = None) -> CheckResult:
+    """The check's steps (the module's docstring), in the confinement and sharing check_module chose;
+    then(grader), when given, runs more in the same engine after a check that went to its end."""
     tests, ref_deps, course_tests = request.tests, request.ref_deps, request.course_tests
     workers, time_limit = request.workers, request.time_limit
     started = time.monotonic()
@@ -297,6 +299,8 @@ def _check(session: GradingSession, request: CheckRequest, *, mode: str, sharing
             except SuiteBroke as broke:
                 return stop("your tests broke the grader's connection", [str(broke), (
                     "graded tests may not write into descriptors they did not open; the suite is not graded")])
+            if then is not None:
+                then(grader)
     except EngineFault as fault:
         raise GradingFault(f"the grader failed: {fault}") from None
 
@@ -350,25 +354,27 @@ def check_fixtures(session: GradingSession) -> None:
                 raise GradingFault(f"a golden fixture of {session.module.id} is broken (not your code): {error}") from None
 
 
-def equivalent_verdicts(root: Path, module_id: str, *, tests: Path, workers: int = 2,
-                        time_limit: float = DEFAULT_TIME_LIMIT,
-                        session: GradingSession | None = None) -> list[str]:
-    """Ids of the module's reviewed equivalent mutants that `tests` catch
-    (`ol verify` runs the model answer: a caught one is not equivalent)."""
-    session = session or GradingSession(root, module_id)
-    equivalents = session.mutant_variants("equivalent")
-    if not equivalents:
-        return []
-    try:
-        with session.engine({"student": Path(tests)}, course=False, workers=workers) as engine:
-            grader = Grader(session, engine, time_limit=time_limit)
-            grader.correct_implementations()
-            verdicts = grader.variants(equivalents, repeats=False)
-    except EngineFault as fault:
-        raise GradingFault(f"the grader failed: {fault}") from None
-    return [key for key, verdict in verdicts.items() if verdict.killed]
+def check_model_answer(session: GradingSession, tests: Path, *,
+                       workers: int = 2) -> tuple[CheckResult, list[str]]:
+    """ol verify's grade of the model answer `tests` (isolated, no course
+    tests), and the ids of the reviewed equivalent mutants it catches (a
+    caught one is not equivalent), in one engine: the correct implementations
+    graded once, the pitfalls and counted mutants with repeats, then the
+    equivalents without.  No equivalents are run when the check stops early."""
+    request = CheckRequest(tests=tests, course_tests=False, isolated=True, workers=workers)
+    mode, _ = confine.choose_mode(request.confinement)
+    caught: list[str] = []
+
+    def equivalents(grader: Grader) -> None:
+        variants = session.mutant_variants("equivalent")
+        if variants:
+            caught.extend(key for key, verdict in grader.variants(variants, repeats=False).items() if verdict.killed)
+
+    result = _check(session, request, mode=mode, sharing="isolated", verdict_cache=None, limits=None, on_event=None,
+                    then=equivalents)
+    return result, caught
 
 
 __all__ = ["DEFAULT_TIME_LIMIT", "JSON_FIELDS", "CheckResult", "MutantLine", "PitfallOutcome", "Survivor",
-           "CheckRequest", "check_fixtures", "check_module", "equivalent_verdicts", "not_run_json",
+           "CheckRequest", "check_fixtures", "check_model_answer", "check_module", "not_run_json",
            "refusing_unconfined", "require_confinement"]
