@@ -702,3 +702,40 @@ def warm_check_equal_to_cold(session, folder: Path, cache: Path):
     assert (warm.killed, warm.score, warm.passed) == (cold.killed, cold.score, cold.passed)
     assert [p.tests for p in warm.pitfalls] == [p.tests for p in cold.pitfalls], "the report's \"by\""
     return warm
+
+
+# ---- what check_module decides from its request ------------------------------------------
+
+
+@pytest.mark.parametrize(("mode", "request_fields", "sharing", "reads_verdicts"), [
+    ("confined", {}, "shared", True),
+    ("confined", {"fresh": True}, "shared", False),
+    ("confined", {"isolated": True}, "isolated", False),
+    ("confined", {"require_confinement": True}, "isolated", False),    # ol grade's check, the instructor's
+    ("confined-by-uid", {}, "isolated", False),                        # shared needs namespaces
+    ("unconfined", {}, "isolated", False),
+])
+def test_check_module_decides_sharing_and_the_verdict_cache(monkeypatch, mode, request_fields, sharing,
+                                                            reads_verdicts):
+    """The rule lives in check.py: only a confined, shared, not fresh check
+    keeps .ol/verdicts, so an isolated grade never reads them."""
+    from ol.grading import check, confine
+
+    seen, events = {}, []
+    monkeypatch.setattr(confine, "choose_mode", lambda wanted="auto": (mode, "" if mode == "confined" else "why"))
+    monkeypatch.setattr(check, "_check", lambda session, request, **decided: seen.update(decided))
+    check.check_module(ROOT, "L7.3", CheckRequest(**request_fields), on_event=events.append)
+    assert (seen["mode"], seen["sharing"]) == (mode, sharing)
+    assert seen["verdict_cache"] == (ROOT / ".ol" / "verdicts" / "L7.3.json" if reads_verdicts else None)
+    assert events == ([{"event": "unconfined", "why": "why"}] if mode == "unconfined" else [])
+
+
+@pytest.mark.parametrize("request_fields", [{"require_confinement": True}, {"confinement": "confined"}])
+def test_check_module_refuses_to_grade_unconfined_when_asked_to_confine(monkeypatch, request_fields):
+    from ol.errors import OlError
+    from ol.grading import check, confine
+
+    monkeypatch.setattr(confine, "choose_mode", lambda wanted="auto": ("unconfined", "bwrap cannot run here"))
+    monkeypatch.setattr(check, "_check", lambda *args, **kwargs: pytest.fail("graded unconfined"))
+    with pytest.raises(OlError, match="^refusing to grade unconfined: bwrap cannot run here$"):
+        check.check_module(ROOT, "L7.3", CheckRequest(**request_fields))
