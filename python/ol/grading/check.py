@@ -20,6 +20,7 @@ How runs are confined, and what each mode guarantees: README.md in this folder.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import time
 from collections.abc import Callable
@@ -113,14 +114,10 @@ class CheckResult:
     def to_json(self) -> dict:
         """The record of `ol check --json`: the fields in JSON_FIELDS' order, and "error": None
         (a check that could not run writes not_run_json instead)."""
-        data = {name: getattr(self, name) for name in JSON_FIELDS}
+        data = {name: copy.deepcopy(getattr(self, name)) for name in JSON_FIELDS}   # the record owns its lists
         data["pitfalls"] = [dataclasses.asdict(p) for p in self.pitfalls]
         data["survivors"] = [dataclasses.asdict(s) for s in self.survivors]
         data["mutants"] = [m.to_json() for m in self.mutants]
-        for name in ("problems", "floors", "rejected"):
-            data[name] = [dict(entry) if isinstance(entry, dict) else entry for entry in data[name]]
-        for name in ("excluded", "course_tests", "killed_by"):
-            data[name] = dict(data[name])
         return {**data, "error": None}
 
     @classmethod
@@ -128,17 +125,12 @@ class CheckResult:
         """A result read back from its record; keys it does not know are ignored
         (a record of ol grade holds its own), missing ones take the defaults."""
         known = {f.name for f in dataclasses.fields(cls)}
-        values = {name: record[name] for name in known if name in record}
-        values.setdefault("module", "")
-        values.setdefault("threshold", 0.0)
+        values = {"module": "", "threshold": 0.0,    # null takes the default too
+                  **{name: copy.deepcopy(record[name]) for name in known if record.get(name) is not None}}
         values["pitfalls"] = [PitfallOutcome(**_known(PitfallOutcome, {**p, "tests": tuple(p.get("tests") or ())}))
                               for p in record.get("pitfalls") or []]
         values["survivors"] = [Survivor(**_known(Survivor, s)) for s in record.get("survivors") or []]
         values["mutants"] = [MutantLine(**_known(MutantLine, m)) for m in record.get("mutants") or []]
-        for name in ("problems", "floors", "rejected"):
-            values[name] = [dict(entry) if isinstance(entry, dict) else entry for entry in record.get(name) or []]
-        for name in ("excluded", "course_tests", "killed_by"):
-            values[name] = dict(record.get(name) or {})
         return cls(**values)
 
 
