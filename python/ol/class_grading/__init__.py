@@ -7,8 +7,8 @@ checkout (python/ol/grading/README.md: the process and threat model).
     submissions.py   a class's submissions: unique names, the files the catalog names
     precheck.py      what can be said before grading (a missing or unparsable file)
     checkout.py      the instructor's checkout: its files, private copies of it, its pitfall list
-    one.py           grading one submission; what a record holds besides the check's result
-    outcome.py       a record as the reports read it: status, reason, points (reads the check's JSON)
+    one.py           grading one submission; GradeRecord, the check's result and what a grade adds
+    outcome.py       a record as the reports read it: status, reason, points (by attribute, never JSON keys)
     points.py        the points rule and the one rounding
     feedback.py      <student>.md, <student>.html, the --feedback levels
     class_report.py  grades.csv, <student>.json, summary.md
