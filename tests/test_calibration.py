@@ -72,7 +72,7 @@ from pathlib import Path
 
 import pytest
 
-from ol.grading.check import check_module
+from ol.grading.check import CheckRequest, check_module
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ROOT / "tests" / "calibration"
@@ -86,7 +86,7 @@ SUITE_PREFIX = {"L7.3": "l7-3-suite-", "L7.4": "l7-4-suite-", "L7.5": "l7-5-suit
 def graded(request):
     module, suite = request.param
     folder = SUITES / f"{SUITE_PREFIX[module]}{suite}"
-    return f"{module} {suite}", check_module(ROOT, module, tests=folder, course_tests=False, sharing="shared")
+    return f"{module} {suite}", check_module(ROOT, module, CheckRequest(tests=folder, course_tests=False, fresh=True))
 
 
 def test_every_graded_module_has_three_honest_suites():
@@ -128,8 +128,8 @@ def test_honest_student_passes_ol_check(graded):
 @pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_weak_attention_suite_fails_on_the_pitfalls_it_cannot_see():
-    r = check_module(ROOT, "L7.5", tests=ROOT / "tests" / "grading_suites" / "l7-5-weak", course_tests=False,
-                     sharing="shared")
+    r = check_module(ROOT, "L7.5", CheckRequest(tests=ROOT / "tests" / "grading_suites" / "l7-5-weak",
+                                                course_tests=False, fresh=True))
     missed = sorted(p.id for p in r.pitfalls if not p.killed)
     assert r.reason is None and r.passed is False and missed == ["a04", "a05"], (
         f"the weak suite must fail on exactly a04 and a05; got passed={r.passed}, missed {missed}, "

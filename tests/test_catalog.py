@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ol.catalog import CatalogError, UnknownModule, dotted_name, load_catalog
+from ol.catalog import CatalogError, NotGraded, UnknownModule, dotted_name, load_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -92,6 +92,17 @@ def test_get_is_forgiving_about_case_and_strict_about_unknown_ids():
         catalog.get("L7.99")
     assert isinstance(caught.value, ValueError)
     assert all(i in str(caught.value) for i in ("L7.99", "L0.1", "L0.2", "M00.2", "L7.3", "L7.4"))
+
+
+def test_graded_gives_the_grading_or_says_which_modules_have_one():
+    catalog = load_catalog(ROOT)
+    assert catalog.graded("l7.3", "ol grade") is catalog.get("L7.3").grading
+    with pytest.raises(NotGraded) as caught:
+        catalog.graded("L0.1", "ol grade")
+    graded = [m.id for m in catalog.modules if m.grading]
+    assert graded and "L0.1" not in graded
+    assert str(caught.value).startswith("L0.1 has no graded tests: ol grade grades ")
+    assert f"({', '.join(graded)})" in str(caught.value) and "./ol tests L0.1" in str(caught.value)
 
 
 def test_dotted_name():

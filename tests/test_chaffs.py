@@ -17,6 +17,7 @@ from ol.grading.chaff_equivalence import compare_chaffs_with_edits
 from ol.grading.chaffs import load_chaffs
 from ol.grading.session import GradingSession
 from ol.grading.grader import Grader
+from ol.verify import COURSE_TESTS_TIME_LIMIT
 
 GRADED = [m.id for m in load_catalog(ROOT).modules if m.grading and m.grading.chaffs]
 
@@ -36,7 +37,7 @@ def test_every_graded_module_has_a_chaff_for_each_pitfall():
 def test_each_chaff_around_the_reference_fails_the_course_tests_its_pitfall_names(module_id):
     session = GradingSession(ROOT, module_id)
     with session.engine({}, workers=2) as engine:
-        runs = Grader(session, engine, time_limit=300.0).course_tests_of(session.pitfall_variants())
+        runs = Grader(session, engine, time_limit=COURSE_TESTS_TIME_LIMIT).course_tests_of(session.pitfall_variants())
     for pitfall in session.mutants.pitfalls:
         failed = {name.split("[")[0] for name in runs[f"pitfall:{pitfall.id}"].failed}
         assert set(pitfall.caught_by) <= failed, (pitfall.id, sorted(failed))

@@ -54,9 +54,10 @@ import pytest
 
 from kit import ROOT, explain, processes_with, run_ol, snapshot
 from ol.catalog import load_catalog
-from ol.grade import copies
-from ol.grade.archives import MAX_MEMBERS
-from ol.grade.submissions import read_submissions, student_names, take
+from ol.class_grading import copies
+from ol.class_grading.archives import MAX_MEMBERS
+from ol.class_grading.one import GradeRecord
+from ol.class_grading.submissions import read_submissions, student_names, take
 from ol.workspace import fresh_stubs, starter_test_text
 
 REFERENCE_ROPE = ROOT / "course/reference/python/tinyllm/modern/rope.py"
@@ -214,7 +215,7 @@ def test_a_bomb_of_a_million_members_is_refused_within_a_small_memory_bound(bad_
         sys.path.insert(0, {str(ROOT / "python")!r})
         from pathlib import Path
         from ol.catalog import load_catalog
-        from ol.grade.submissions import read_submissions
+        from ol.class_grading.submissions import read_submissions
         module = load_catalog(Path({str(ROOT)!r})).get("L7.3")
         print(read_submissions(Path(sys.argv[1]), module)[0].refused)
     """)
@@ -506,13 +507,13 @@ def test_each_student_gets_a_report_in_their_own_words(graded, synthetic_class):
 @pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_feedback_levels_hand_back_less_or_more(graded, tmp_path):
-    from ol.grade.feedback import write_feedback
-    from ol.grade.kit import catalog_pitfalls, graded_source
-    from ol.grade.outcome import read_outcome
+    from ol.class_grading.feedback import write_feedback
+    from ol.class_grading.checkout import catalog_pitfalls, graded_source
+    from ol.class_grading.outcome import read_outcome
 
     out, _ = graded
     table, pitfalls = MODULE.grading.points, catalog_pitfalls(ROOT, MODULE)
-    eve = read_outcome(json.loads((out / "eve.json").read_text()), table, pitfalls)
+    eve = read_outcome(GradeRecord.from_json(json.loads((out / "eve.json").read_text())), table, pitfalls)
     source, path = graded_source(ROOT, MODULE)
     written = {}
     for level in ("full", "summary", "none"):
@@ -525,7 +526,8 @@ def test_feedback_levels_hand_back_less_or_more(graded, tmp_path):
         assert "score 0." in text.splitlines()[2] and "(not caught) Symptom:" in text
     write_feedback(eve, table, "none", tmp_path / "full", source, path)      # a later run hands back nothing
     assert not list((tmp_path / "full").iterdir())
-    fault = read_outcome({**json.loads((out / "eve.json").read_text()), "error": "the grader failed: boom"},
+    fault = read_outcome(GradeRecord.from_json({**json.loads((out / "eve.json").read_text()),
+                                                "error": "the grader failed: boom"}),
                          table, pitfalls)
     assert fault.status == "not graded" and "a fault of the grader, not of your work" in fault.reason
     assert fault.error == "the grader failed: boom" and "boom" not in fault.reason
@@ -721,15 +723,16 @@ def test_gradescope_shows_the_class_as_ol_grade_does(graded):
     """Each record of the class as results.json: the maximum always the
     catalog's total, the score the row's points, the top line the row's reason,
     the misconceptions by name, the survivors' diffs."""
-    from ol.grade.gradescope import results_json
-    from ol.grade.kit import catalog_pitfalls
-    from ol.grade.outcome import read_outcome
+    from ol.class_grading.gradescope import results_json
+    from ol.class_grading.checkout import catalog_pitfalls
+    from ol.class_grading.outcome import read_outcome
 
     out, _ = graded
     table = MODULE.grading.points
     for row in rows(out).values():
         record = json.loads((out / f"{row['student']}.json").read_text())
-        data = results_json(read_outcome(record, table, catalog_pitfalls(ROOT, MODULE)), table, "full")
+        data = results_json(read_outcome(GradeRecord.from_json(record), table, catalog_pitfalls(ROOT, MODULE)), table,
+                            "full")
         valid_results(data)
         scored = [t for t in data["tests"] if "max_score" in t]
         assert sum(t["max_score"] for t in scored) == 100, row["student"]
@@ -741,14 +744,13 @@ def test_gradescope_shows_the_class_as_ol_grade_does(graded):
         assert len(misconceptions) == 7 and all(n.endswith(("(caught)", "(not caught)", "(not graded)"))
                                                 for n in misconceptions)
     eve = rows(out)["eve"]
-    data = results_json(read_outcome(json.loads((out / "eve.json").read_text()), table, catalog_pitfalls(ROOT, MODULE)),
-                        table, "full")
+    eve_record = GradeRecord.from_json(json.loads((out / "eve.json").read_text()))
+    data = results_json(read_outcome(eve_record, table, catalog_pitfalls(ROOT, MODULE)), table, "full")
     mutation = data["tests"][1]["output"]
     assert "generated mutants survive" in mutation and "```diff" in mutation and eve["score"] in mutation
     assert any(t["name"] == "Misconception: The sign of sin does not matter: rotating by -p*theta is as good as by "
                "+p*theta (not caught)" for t in data["tests"])
-    quiet = results_json(read_outcome(json.loads((out / "eve.json").read_text()), table,
-                                      catalog_pitfalls(ROOT, MODULE)), table, "none")
+    quiet = results_json(read_outcome(eve_record, table, catalog_pitfalls(ROOT, MODULE)), table, "none")
     assert quiet["output"].splitlines()[0] == f"NOT PASSED: {eve['points']} of 100 points"
     assert "diff" not in json.dumps(quiet) and len(quiet["tests"]) == 3
 

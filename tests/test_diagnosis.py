@@ -30,6 +30,7 @@ import pytest
 from kit import ROOT
 from ol.grading.mutants import load_pitfalls
 from ol.runner import run_course_tests
+from ol.verify import COURSE_TESTS_TIME_LIMIT
 
 REFERENCE = ROOT / "course/reference/python"
 REFERENCE_ROPE = REFERENCE / "tinyllm/modern/rope.py"
@@ -171,7 +172,7 @@ def test_in_ol_checks_course_stage_behind_the_proxy_the_same_names_come_out(modu
     variants += [Variant(f"unrelated:{bug}", planted(module, *edit), session.reference.origin)
                  for bug, edit in UNRELATED[module].items()]
     with session.engine({}, workers=2) as engine:
-        runs = Grader(session, engine, time_limit=300.0).course_tests_of(variants)
+        runs = Grader(session, engine, time_limit=COURSE_TESTS_TIME_LIMIT).course_tests_of(variants)
     for variant in variants:
         run = runs[variant.key]
         first = next(name.rsplit("::", 1)[-1] for name, result in run.outcomes.items() if result != "passed")

@@ -11,7 +11,7 @@ import pytest
 
 from kit import ROOT
 from ol.catalog import CatalogError, load_catalog
-from ol.grading.check import check_module
+from ol.grading.check import CheckRequest, check_module
 from ol.grading.floors import Floor, function_floors, public_names
 from ol.grading.html_report import to_html
 from ol.grading.report import to_json, to_text
@@ -60,7 +60,8 @@ def test_a_suite_that_never_calls_rope_spec_fails_l7_4_on_its_floor():
     """Issue 19: oracle comparisons of rope_parameters only, no rope_spec test.
     Its score and pitfalls pass (0.83 before floors existed); the floor fails it."""
     session = GradingSession(ROOT, "L7.4")
-    result = check_module(ROOT, "L7.4", tests=ORACLE_ONLY, course_tests=False, sharing="shared", session=session)
+    result = check_module(ROOT, "L7.4", CheckRequest(tests=ORACLE_ONLY, course_tests=False, fresh=True),
+                          session=session)
     assert result.reason is None, result.problems
     assert result.score >= result.threshold and all(p.killed for p in result.pitfalls), (
         f"without its floor the suite would pass: score {result.score:.3f}, "
@@ -78,12 +79,13 @@ def test_a_suite_that_never_calls_rope_spec_fails_l7_4_on_its_floor():
     assert data["passed"] is False and data["floors"] == result.floors
     assert said in to_html(result, (ROOT / "course/reference/python/tinyllm/modern/rope_scaling.py").read_text(), "x")
 
-    from ol.grade.feedback import markdown
-    from ol.grade.gradescope import results_json
-    from ol.grade.outcome import NOT_PASSED, read_outcome
+    from ol.class_grading.feedback import markdown
+    from ol.class_grading.gradescope import results_json
+    from ol.class_grading.one import GradeRecord
+    from ol.class_grading.outcome import NOT_PASSED, read_outcome
 
     points = load_catalog(ROOT).get("L7.4").grading.points
-    outcome = read_outcome({**data, "student": "ann", "names": {}}, points, [])
+    outcome = read_outcome(GradeRecord.from_json({**data, "student": "ann", "names": {}}), points, [])
     assert outcome.status == NOT_PASSED and outcome.reason == f"below a function's floor: {said}", outcome.reason
     assert said in markdown(outcome, points, "full")
     gradescope = results_json(outcome, points, "full")

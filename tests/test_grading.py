@@ -24,7 +24,8 @@ import pytest
 from grading_suites.float16_blind import write_float16_blind_suite
 from kit import ROOT, copy_checkout, explain, processes_with, run_ol, snapshot
 from ol.catalog import load_catalog
-from ol.grading.check import check_module
+from ol.grading.check import (JSON_FIELDS, CheckRequest, CheckResult, MutantLine, PitfallOutcome, Survivor,
+                              check_module)
 from ol.grading.scheduler import Run
 from ol.grading.html_report import to_html
 from ol.grading.mutants import _generate, build_mutant_set, load_pitfalls
@@ -42,8 +43,10 @@ REFERENCE_ROPE = ROOT / "course/reference/python/tinyllm/modern/rope.py"
 MODEL_ANSWER = ROOT / "course/reference/python/tests/l7-3-rope"
 
 
-def grade(folder: Path, **kwargs):
-    return check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", **kwargs)
+def grade(folder: Path, session: GradingSession | None = None, **request):
+    """The shared check of `folder` (no verdict cache), `request` naming CheckRequest's other fields."""
+    return check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, fresh=True, **request),
+                        session=session)
 
 
 # ---- the grade discriminates -----------------------------------------------------------
@@ -57,6 +60,45 @@ def test_a_suite_of_shapes_and_errors_fails():
     assert not result.passed
     assert result.score < result.threshold, f"a suite that checks no value scored {result.score:.3f}"
     assert not any(p.killed for p in result.pitfalls), "a suite that checks no value caught a pitfall"
+    assert_the_record_round_trips(result)
+
+
+def assert_the_record_round_trips(result: CheckResult) -> None:
+    """CheckResult.to_json is the one contract with everything that reads a
+    grade: every field is in it (a renamed field fails here, not in
+    grades.csv), and from_json gives back the same result, alone or inside
+    ol grade's record."""
+    from ol.class_grading.one import GradeRecord
+
+    data = json.loads(to_json(result))
+    assert list(data) == [*JSON_FIELDS, "error"], "the --json record's fields and their order are a contract"
+    assert {f.name for f in dataclasses.fields(CheckResult)} == set(JSON_FIELDS)
+    assert CheckResult.from_json(data) == result
+    # seconds, module and confinement are one key each in the record: ol grade's own say for both
+    record = GradeRecord(student="ann", source="ann.zip", module=result.module, names={"a.py": "mine.py"},
+                         result=result, seconds=result.seconds, confinement=result.confinement)
+    assert GradeRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
+
+
+def test_every_field_of_a_result_survives_its_json():
+    """No field left at its default, so none can be dropped or renamed unseen."""
+    result = CheckResult(
+        module="L7.3", threshold=0.8, passed=True, score=0.9, killed=9, counted=10,
+        pitfalls=[PitfallOutcome("s01", "a misconception", "a symptom", True, ("test_a.py::test_x",))],
+        survivors=[Survivor("m1", "apply_rope", "-a\n+b", possibly_equivalent=False)],
+        reason="a reason", problems=["a problem"], output="pytest says", excluded={"equivalent": 2},
+        seconds=3.5, confinement="confined", memory_bound="2048 MiB", course_tests={"passed": 3, "total": 3},
+        killed_by={"m2": "test_a.py::test_x"}, carried_over=4, course_tests_kept=True, mutants_of="your own code",
+        mutants=[MutantLine("m1", "apply_rope", 12, False, None, "-a\n+b", possibly_equivalent=True),
+                 MutantLine("m2", "rope_cos_sin", 30, True, "test_a.py::test_x", "-c\n+d")],
+        floors=[{"function": "apply_rope", "share": 0.5, "caught": 1, "counted": 2, "needed": 1, "met": True}],
+        rejected=[{"test": "test_a.py::test_y", "failure": "E assert", "implementations": ["reference"]}])
+    assert all(getattr(result, f.name) != (f.default_factory() if callable(f.default_factory) else f.default)
+               for f in dataclasses.fields(CheckResult)), "give every field a value that is not its default"
+    assert_the_record_round_trips(result)
+    mutants = json.loads(to_json(result))["mutants"]
+    assert list(mutants[0]) == ["id", "function", "line", "killed", "killed_by", "diff", "possibly_equivalent"]
+    assert list(mutants[1]) == ["id", "function", "line", "killed", "killed_by", "diff"], "asked only of survivors"
 
 
 @pytest.mark.slow
@@ -164,12 +206,13 @@ def test_each_test_rejecting_a_correct_implementation_is_shown_once_with_its_fai
     assert page.count(f"<code>{typo}</code> rejects a correct implementation") == 1
     assert "NameError: name &#x27;foo&#x27; is not defined" in page
 
-    from ol.grade.feedback import markdown
-    from ol.grade.gradescope import results_json
-    from ol.grade.outcome import check_result, read_outcome
+    from ol.class_grading.feedback import markdown
+    from ol.class_grading.gradescope import results_json
+    from ol.class_grading.one import GradeRecord
+    from ol.class_grading.outcome import check_result, read_outcome
 
     points = load_catalog(ROOT).get("L7.3").grading.points
-    outcome = read_outcome({**data, "student": "ann", "names": {}}, points, [])
+    outcome = read_outcome(GradeRecord.from_json({**data, "student": "ann", "names": {}}), points, [])
     assert outcome.reason.startswith("your tests fail on a correct implementation: "
                                      f"{typo}: NameError: name 'foo' is not defined; {wrong}: assert"), outcome.reason
     assert sum(typo in line for line in outcome.details) == 1, outcome.details
@@ -723,12 +766,48 @@ def test_a_run_killed_at_its_processor_time_limit_is_a_timeout_not_a_crash():
 def warm_check_equal_to_cold(session, folder: Path, cache: Path):
     """Check `folder` warm (with the verdict cache) and cold; assert they give
     the same grade, kills, pitfalls and "by"; return the warm result."""
-    warm = check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", session=session,
-                        verdict_cache=cache)
-    cold = check_module(ROOT, "L7.3", tests=folder, course_tests=False, sharing="shared", session=session)
+    warm = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, verdicts=cache), session=session)
+    cold = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, fresh=True), session=session)
     assert warm.reason is None and cold.reason is None, (warm.problems, cold.problems)
-    assert ({m["id"] for m in warm.mutants if m["killed"]} == {m["id"] for m in cold.mutants if m["killed"]})
+    assert ({m.id for m in warm.mutants if m.killed} == {m.id for m in cold.mutants if m.killed})
     assert [p.killed for p in warm.pitfalls] == [p.killed for p in cold.pitfalls]
     assert (warm.killed, warm.score, warm.passed) == (cold.killed, cold.score, cold.passed)
     assert [p.tests for p in warm.pitfalls] == [p.tests for p in cold.pitfalls], "the report's \"by\""
     return warm
+
+
+# ---- what check_module decides from its request ------------------------------------------
+
+
+@pytest.mark.parametrize(("mode", "request_fields", "sharing", "reads_verdicts"), [
+    ("confined", {}, "shared", True),
+    ("confined", {"fresh": True}, "shared", False),
+    ("confined", {"isolated": True}, "isolated", False),
+    ("confined", {"require_confinement": True}, "isolated", False),    # ol grade's check, the instructor's
+    ("confined-by-uid", {}, "isolated", False),                        # shared needs namespaces
+    ("unconfined", {}, "isolated", False),
+])
+def test_check_module_decides_sharing_and_the_verdict_cache(monkeypatch, mode, request_fields, sharing,
+                                                            reads_verdicts):
+    """The rule lives in check.py: only a confined, shared, not fresh check
+    keeps .ol/verdicts, so an isolated grade never reads them."""
+    from ol.grading import check, confine
+
+    seen, events = {}, []
+    monkeypatch.setattr(confine, "choose_mode", lambda wanted="auto": (mode, "" if mode == "confined" else "why"))
+    monkeypatch.setattr(check, "_check", lambda session, request, **decided: seen.update(decided))
+    check.check_module(ROOT, "L7.3", CheckRequest(**request_fields), on_event=events.append)
+    assert (seen["mode"], seen["sharing"]) == (mode, sharing)
+    assert seen["verdict_cache"] == (ROOT / ".ol" / "verdicts" / "L7.3.json" if reads_verdicts else None)
+    assert events == ([{"event": "unconfined", "why": "why"}] if mode == "unconfined" else [])
+
+
+@pytest.mark.parametrize("request_fields", [{"require_confinement": True}, {"confinement": "confined"}])
+def test_check_module_refuses_to_grade_unconfined_when_asked_to_confine(monkeypatch, request_fields):
+    from ol.errors import OlError
+    from ol.grading import check, confine
+
+    monkeypatch.setattr(confine, "choose_mode", lambda wanted="auto": ("unconfined", "bwrap cannot run here"))
+    monkeypatch.setattr(check, "_check", lambda *args, **kwargs: pytest.fail("graded unconfined"))
+    with pytest.raises(OlError, match="^refusing to grade unconfined: bwrap cannot run here$"):
+        check.check_module(ROOT, "L7.3", CheckRequest(**request_fields))

@@ -9,6 +9,7 @@ and only the page itself may be loaded.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -18,7 +19,7 @@ from playwright.sync_api import sync_playwright
 
 from kit import ROOT, copy_checkout, explain, run_ol
 from ol.catalog import REFERENCE_TREE
-from ol.grading.check import CheckResult, PitfallOutcome, check_module
+from ol.grading.check import CheckRequest, CheckResult, PitfallOutcome, check_module
 from ol.grading.html_report import GENERATOR, ReportPathError, report_path, to_html, write_report
 from ol.grading.report import floored
 
@@ -31,9 +32,9 @@ SOURCE = (ROOT / SOURCE_PATH).read_text()
 @pytest.fixture(scope="module")
 def graded() -> CheckResult:
     """A weak suite's grade: some mutants caught, many survivors, every pitfall missed."""
-    result = check_module(ROOT, "L7.3", tests=SUITE, course_tests=False, sharing="shared")
+    result = check_module(ROOT, "L7.3", CheckRequest(tests=SUITE, course_tests=False, fresh=True))
     assert result.reason is None, result.problems
-    assert any(m["killed"] for m in result.mutants) and any(not m["killed"] for m in result.mutants)
+    assert any(m.killed for m in result.mutants) and any(not m.killed for m in result.mutants)
     return result
 
 
@@ -71,30 +72,30 @@ def test_the_report_in_a_browser(graded, browser, tmp_path):
         assert pitfall.misconception in pitfalls and pitfall.symptom in pitfalls
 
     # a surviving line: its mutants are hidden until a click shows each diff
-    survivor = next(m for m in graded.mutants if not m["killed"])
-    line, panel = page.locator(f"#L{survivor['line']}"), page.locator(f"#M{survivor['line']}")
+    survivor = next(m for m in graded.mutants if not m.killed)
+    line, panel = page.locator(f"#L{survivor.line}"), page.locator(f"#M{survivor.line}")
     assert "survived" in line.get_attribute("class")
     assert not panel.is_visible()
     line.click()
     assert panel.is_visible()
     assert line.get_attribute("aria-expanded") == "true"
-    shown = panel.locator(f'.mutant[data-id="{survivor["id"]}"]').inner_text()
-    added = next(text for text in survivor["diff"].splitlines() if text.startswith("+"))
+    shown = panel.locator(f'.mutant[data-id="{survivor.id}"]').inner_text()
+    added = next(text for text in survivor.diff.splitlines() if text.startswith("+"))
     assert added in shown and "survived" in shown
     page.screenshot(path=str(tmp_path / "report.png"), full_page=False)
 
     # a caught mutant names the student's test that caught it
-    caught = next(m for m in graded.mutants if m["killed"] and m["killed_by"])
-    page.locator(f"#L{caught['line']}").click()
-    assert caught["killed_by"] in page.locator(f'.mutant[data-id="{caught["id"]}"]').inner_text()
+    caught = next(m for m in graded.mutants if m.killed and m.killed_by)
+    page.locator(f"#L{caught.line}").click()
+    assert caught.killed_by in page.locator(f'.mutant[data-id="{caught.id}"]').inner_text()
 
     # the filter: lines with survivors stay, lines whose mutants were all caught go
-    only_caught = next(n for n in {m["line"] for m in graded.mutants}
-                       if all(m["killed"] for m in graded.mutants if m["line"] == n))
+    only_caught = next(n for n in {m.line for m in graded.mutants}
+                       if all(m.killed for m in graded.mutants if m.line == n))
     assert page.locator(f"#L{only_caught}").is_visible()
     page.check("#survivors-only")
     assert not page.locator(f"#L{only_caught}").is_visible()
-    assert page.locator(f"#L{survivor['line']}").is_visible()
+    assert page.locator(f"#L{survivor.line}").is_visible()
     page.screenshot(path=str(tmp_path / "survivors-only.png"), full_page=False)
 
     assert (tmp_path / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -107,7 +108,7 @@ def test_the_report_in_a_browser(graded, browser, tmp_path):
 def test_the_page_carries_the_json_and_escapes_what_it_shows(graded, browser, tmp_path):
     """Text from the source, the diffs and the test ids is shown, never run as
     markup: a diff holding `</script>` cannot end the page's script."""
-    mutants = [dict(graded.mutants[0], diff="-x = 1\n+x = '</script><b id=\"injected\">'")]
+    mutants = [dataclasses.replace(graded.mutants[0], diff="-x = 1\n+x = '</script><b id=\"injected\">'")]
     result = CheckResult(module="L7.3", threshold=0.8, score=0.0, counted=1, mutants=mutants,
                          pitfalls=[PitfallOutcome("s01", "a <b>bold</b> claim", "symptom & more", False)])
     path = tmp_path / "escaped.html"

@@ -23,8 +23,9 @@ The rules:
                       --without-pip (ensurepip, and then installs; the
                       pip-less venvs of kit.virtual_environment take a
                       second or two).
-  needs_confinement   calls check_module with sharing="shared" (which only
-                      a confined run has), or runs `ol grade` (it refuses to
+  needs_confinement   calls check_module with a CheckRequest that does not
+                      name `isolated` (the shared check, which only a
+                      confined run has), or runs `ol grade` (it refuses to
                       grade unconfined).
 
 A rule is a sufficient reason, not the only one: tests measured above about
@@ -66,6 +67,10 @@ RUNS_A_FILE = ("run", "Popen", "spec_from_file_location", "run_path")
 EARLY_EXITS = {
     ("test_class_grading.py", "test_refuses_to_grade_unconfined_unless_told"):
         (GRADE, "ol grade without bwrap on PATH: refused before any grading, and needs no confinement"),
+    ("test_grading.py", "test_check_module_decides_sharing_and_the_verdict_cache"):
+        (SHARED, "the confinement is faked and the grading replaced: only check_module's decision runs"),
+    ("test_grading.py", "test_check_module_refuses_to_grade_unconfined_when_asked_to_confine"):
+        (SHARED, "the confinement is faked: refused before any grading, and needs no confinement"),
 }
 
 
@@ -158,8 +163,9 @@ class Source:
                 reasons.add(ORACLE)
             if "-m" in words and "venv" in words and "--without-pip" not in words:
                 reasons.add(VENV)
-            if callee == "check_module" and any(k.arg == "sharing" and isinstance(k.value, ast.Constant)
-                                                and k.value.value == "shared" for k in node.keywords):
+            if callee == "check_module" and any(isinstance(a, ast.Call) and ast.unparse(a.func) == "CheckRequest"
+                                                and not any(k.arg == "isolated" for k in a.keywords)
+                                                for a in node.args):
                 reasons.add(SHARED)
         return reasons
 
@@ -295,11 +301,11 @@ PLANTED = textwrap.dedent('''
 
     @pytest.mark.slow
     def test_shared(tmp_path):
-        check_module(ROOT, "L7.3", tests=tmp_path, sharing="shared")
+        check_module(ROOT, "L7.3", CheckRequest(tests=tmp_path, fresh=True))
 
 
     def test_isolated_and_the_word_grade_in_a_string(tmp_path):
-        check_module(ROOT, "L7.3", tests=tmp_path, sharing="isolated")
+        check_module(ROOT, "L7.3", CheckRequest(tests=tmp_path, isolated=True))
         assert "grade" in "ol grade"
 ''')
 

@@ -57,7 +57,7 @@ from hypothesis import strategies as st
 from kit import (ROOT, copy_checkout, explain, kill_group, processes_with, run_ol, sigint_as_at_a_terminal,
                  snapshot, virtual_environment)
 from ol.grading import confine, protocol, scheduler
-from ol.grading.check import check_module
+from ol.grading.check import CheckRequest, check_module
 from ol.grading.scheduler import Run
 from ol.grading.protocol import RunRequest
 from ol.grading.session import GradingFault, GradingSession
@@ -143,8 +143,8 @@ def materialize(name: str, dest: Path, root: Path = ROOT, results: Path | None =
 def test_no_cheating_suite_passes_or_gains_score(cheat, sharing, sampled, tmp_path):
     folder = materialize(cheat, tmp_path)
     own_files = snapshot(folder)
-    result = check_module(ROOT, "L7.3", tests=folder, course_tests=False, session=sampled, sharing=sharing,
-                          time_limit=8, workers=2)
+    result = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, time_limit=8, workers=2,
+                                                     isolated=sharing == "isolated", fresh=True), session=sampled)
     assert_stopped(cheat, sharing, result)
     assert snapshot(folder) == own_files or cheat.startswith("counter"), "the kit's copy is read-only to runs"
     assert_nothing_left(cheat)
@@ -153,9 +153,9 @@ def test_no_cheating_suite_passes_or_gains_score(cheat, sharing, sampled, tmp_pa
 def assert_stopped(cheat: str, mode: str, result) -> None:
     """No pass, no gain; stopped by the static check exactly where a reader
     of source can see the cheat."""
-    result = result if isinstance(result, dict) else dataclasses.asdict(result)
+    result = result if isinstance(result, dict) else result.to_json()
     assert not result["passed"], f"{cheat} passed ({mode})"
-    if result.get("not_graded"):    # ol grade screened it out before any check (ol.grade.precheck)
+    if result.get("not_graded"):    # ol grade screened it out before any check (ol.class_grading.precheck)
         return
     assert result["reason"] is not None or result["score"] <= MAX_CHEAT_SCORE, (
         f"{cheat} scored {result['score']:.2f} ({result['killed']}/{result['counted']}) in the {mode} check")
@@ -237,8 +237,8 @@ def test_no_run_reads_or_changes_the_graders_keyring_or_leaves_a_key(sharing, gr
     before = vote_keys()
     for cheat in KEYRING_CHEATS:
         folder = materialize(cheat, tmp_path)
-        result = check_module(ROOT, "L7.3", tests=folder, course_tests=False, session=sampled, sharing=sharing,
-                              time_limit=8, workers=2)
+        result = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, time_limit=8, workers=2,
+                                                         isolated=sharing == "isolated", fresh=True), session=sampled)
         assert not result.passed and (result.reason is not None or result.score <= MAX_CHEAT_SCORE), (
             cheat, result.score, result.reason)
         if cheat == "read-the-graders-keyring":
@@ -335,7 +335,7 @@ def test_the_observer_never_imports_the_suite_or_the_code_under_test(sampled, tm
     shutil.copytree(MODEL_ANSWER, folder)
     (folder / "test_rope_oracle.py").rename(folder / "test_only_in_a_sandbox.py")
     before = set(sys.modules)
-    result = check_module(ROOT, "L7.3", tests=folder, course_tests=False, session=sampled, sharing="shared")
+    result = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, fresh=True), session=sampled)
     assert result.passed, (result.reason, result.problems)
     imported = set(sys.modules) - before
     assert not [m for m in imported if "only_in_a_sandbox" in m or m.startswith(("tinyllm", "_ol_contract"))], imported
@@ -450,8 +450,8 @@ def test_a_fault_of_the_grader_is_an_error_with_no_score(victim, sampled, tmp_pa
     before = set(descendants(os.getpid()))
     on_event = kill_after(2, victim)
     with pytest.raises(GradingFault):
-        check_module(ROOT, "L7.3", tests=folder, course_tests=False, session=sampled, sharing="shared",
-                     on_event=on_event, time_limit=20)
+        check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, time_limit=20, fresh=True),
+                     session=sampled, on_event=on_event)
     assert on_event.seen["killed"], f"no {victim} was found to kill"
     nothing_left(before)
 
@@ -602,7 +602,8 @@ def hostile_suite(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def model_answer_kills(sampled):
-    result = check_module(ROOT, "L7.3", tests=MODEL_ANSWER, course_tests=False, session=sampled, sharing="isolated")
+    result = check_module(ROOT, "L7.3", CheckRequest(tests=MODEL_ANSWER, course_tests=False, isolated=True),
+                          session=sampled)
     assert result.reason is None, (result.reason, result.problems)
     return result.killed, result.counted
 
@@ -612,8 +613,8 @@ def test_hostile_bytes_in_a_runs_report_cost_only_that_runs_lines(sharing, sampl
     """Issue 17's attack and other hostile reports, written by the tests'
     side: the check grades as the model answer alone does (the writes lose
     only the run's own report lines), no GradingFault."""
-    result = check_module(ROOT, "L7.3", tests=hostile_suite(tmp_path), course_tests=False, session=sampled,
-                          sharing=sharing, time_limit=20)
+    result = check_module(ROOT, "L7.3", CheckRequest(tests=hostile_suite(tmp_path), course_tests=False, time_limit=20,
+                                                     isolated=sharing == "isolated", fresh=True), session=sampled)
     assert result.reason is None, (result.reason, result.problems)
     assert (result.killed, result.counted) == model_answer_kills
 
@@ -718,8 +719,8 @@ def test_a_run_that_forks_to_allocate_past_its_memory_bound_is_killed(sampled, t
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     try:
-        result = check_module(ROOT, "L7.3", tests=folder, course_tests=False, session=sampled, sharing="isolated",
-                              workers=1, time_limit=30)
+        result = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, workers=1, time_limit=30,
+                                                         isolated=True), session=sampled)
     finally:
         done.set()
         watcher.join()
@@ -783,8 +784,8 @@ def test_a_cpu_hog_beside_a_check_changes_no_verdict():
     them; only a survivor can turn into a kill): the same verdicts."""
     session = GradingSession(ROOT, "L7.3")
     suite = ROOT / "tests/calibration/l7-3-suite-c"
-    alone = check_module(ROOT, "L7.3", tests=suite, course_tests=False, session=session, sharing="isolated")
-    verdicts_alone = {m["id"]: m["killed"] for m in alone.mutants}
+    alone = check_module(ROOT, "L7.3", CheckRequest(tests=suite, course_tests=False, isolated=True), session=session)
+    verdicts_alone = {m.id: m.killed for m in alone.mutants}
     survivors = [m for m in session.mutants.counted if not verdicts_alone[m.id]]
     kills = [m for m in session.mutants.counted if verdicts_alone[m.id]]
     assert survivors, "no survivor: nothing that load could turn into a kill"
@@ -796,13 +797,13 @@ def test_a_cpu_hog_beside_a_check_changes_no_verdict():
             hog.start()
 
     try:
-        loaded = check_module(ROOT, "L7.3", tests=suite, course_tests=False, session=session, sharing="isolated",
-                              on_event=start_the_hog)
+        loaded = check_module(ROOT, "L7.3", CheckRequest(tests=suite, course_tests=False, isolated=True),
+                              session=session, on_event=start_the_hog)
     finally:
         hog.stop()
     assert hog.hogs, "the hog never started"
     assert alone.reason is None and loaded.reason is None, (alone.problems, loaded.problems)
-    verdicts_loaded = {m["id"]: m["killed"] for m in loaded.mutants}
+    verdicts_loaded = {m.id: m.killed for m in loaded.mutants}
     changed = sorted(k for k, killed in verdicts_loaded.items() if killed != verdicts_alone[k])
     assert not changed, f"beside the hog these mutants got another verdict: {changed}"
     assert [p.killed for p in loaded.pitfalls] == [p.killed for p in alone.pitfalls]
@@ -852,7 +853,7 @@ from pathlib import Path
 sys.path[:0] = [{tests!r}]
 import test_trust as kit
 from ol.grading import confine
-from ol.grading.check import check_module
+from ol.grading.check import CheckRequest, check_module
 
 
 class OneRangeForAll:   # the old code: every check's runs are users RUN_UID_BASE + slot
@@ -869,8 +870,8 @@ class OneRangeForAll:   # the old code: every check's runs are users RUN_UID_BAS
 if {one_range!r}:
     confine.UidBlock = OneRangeForAll
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # unwind: the engine removes what it made
-result = check_module(kit.ROOT, "L7.3", tests=Path({suite!r}), course_tests=False, session=kit.sampled_session(),
-                      sharing="isolated", time_limit=60, workers=2)
+result = check_module(kit.ROOT, "L7.3", CheckRequest(tests=Path({suite!r}), course_tests=False, isolated=True,
+                                                  time_limit=60, workers=2), session=kit.sampled_session())
 print(json.dumps({{"reason": result.reason, "problems": result.problems, "killed": result.killed}}), flush=True)
 """
 
@@ -984,12 +985,12 @@ import json, sys, tempfile
 from pathlib import Path
 sys.path[:0] = [{tests!r}]
 import test_trust as kit
-from ol.grading.check import check_module
+from ol.grading.check import CheckRequest, check_module
 session, scratch = kit.sampled_session(), Path(tempfile.mkdtemp(prefix="ol-gallery-"))
 for cheat in {cheats!r}:
-    result = check_module(kit.ROOT, "L7.3", tests=kit.materialize(cheat, scratch), course_tests=False,
-                          session=session, sharing="isolated", time_limit=8, workers=2)
-    print(json.dumps(dict(kit.dataclasses.asdict(result), cheat=cheat)), flush=True)
+    result = check_module(kit.ROOT, "L7.3", CheckRequest(tests=kit.materialize(cheat, scratch), course_tests=False,
+                                                      isolated=True, time_limit=8, workers=2), session=session)
+    print(json.dumps(dict(result.to_json(), cheat=cheat)), flush=True)
 """
 
 

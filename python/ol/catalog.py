@@ -45,6 +45,10 @@ class CatalogError(OlError):
     """course/catalog.toml is malformed; the message names the entry and the key."""
 
 
+class NotGraded(OlError):
+    """The module has no graded tests (no [module.grading] in the catalog)."""
+
+
 class UnknownModule(OlError, ValueError):
     """A module id that the catalog does not list; the message lists the known ids."""
 
@@ -145,6 +149,16 @@ class Catalog:
             return folded[0]
         raise UnknownModule(module_id, self.ids)
 
+    def graded(self, module_id: str, command: str) -> Grading:
+        """The module's [module.grading]; NotGraded, naming the modules that
+        have one, when it has none.  command: who grades ("ol check", ...)."""
+        module = self.get(module_id)
+        if module.grading is None:
+            graded = ", ".join(m.id for m in self.modules if m.grading)
+            raise NotGraded(f"{module.id} has no graded tests: {command} grades modules whose catalog entry has "
+                            f"[module.grading] ({graded}). Run ./ol tests {module.id} for its course tests.")
+        return module.grading
+
     def needs_closure(self, module: Module | str) -> tuple[Module, ...]:
         """Everything `module` needs, directly or through other needs, each module
         after its own needs (a dependency order); `module` itself is not included."""
@@ -209,14 +223,7 @@ def _parse_module(entry: Mapping, number: int, warnings: list[str]) -> Module:
         raise CatalogError(f"{where}: expected a table of keys, got {type(entry).__name__}")
     if isinstance(entry.get("id"), str):
         where = f"{CATALOG_PATH}, module {entry['id']!r} (entry {number})"
-    missing = [k for k in REQUIRED_KEYS if k not in entry]
-    if missing:
-        raise CatalogError(f"{where}: missing key(s) {', '.join(missing)}; every module needs "
-                           f"{', '.join(REQUIRED_KEYS)}")
-    for key in entry:
-        if key not in REQUIRED_KEYS + OPTIONAL_KEYS:
-            warnings.append(f"{where}: key {key!r} is not one ol knows "
-                            f"({', '.join(REQUIRED_KEYS + OPTIONAL_KEYS)}); it is ignored")
+    _check_keys(entry, REQUIRED_KEYS, OPTIONAL_KEYS, where, "every module", warnings)
 
     text = {k: _string(entry, k, where) for k in ("id", "title", "rung", "chapter",
                                                    "course_tests", "student_tests")}
@@ -248,17 +255,24 @@ def _parse_module(entry: Mapping, number: int, warnings: list[str]) -> Module:
     )
 
 
+def _check_keys(table: Mapping, required: tuple[str, ...], optional: tuple[str, ...], where: str, whose: str,
+                warnings: list[str]) -> None:
+    """CatalogError when `table` lacks a required key; a warning (the course
+    still loads) for each key ol does not know."""
+    missing = [k for k in required if k not in table]
+    if missing:
+        raise CatalogError(f"{where}: missing key(s) {', '.join(missing)}; {whose} needs {', '.join(required)}")
+    for key in table:
+        if key not in required + optional:
+            warnings.append(f"{where}: key {key!r} is not one ol knows ({', '.join(required + optional)}); "
+                            "it is ignored")
+
+
 def _parse_grading(table, where: str, warnings: list[str]) -> Grading:
     where = f"{where}, [module.grading]"
     if not isinstance(table, Mapping):
         raise CatalogError(f"{where}: expected a table, got {type(table).__name__}")
-    missing = [k for k in GRADING_KEYS if k not in table]
-    if missing:
-        raise CatalogError(f"{where}: missing key(s) {', '.join(missing)}; grading needs "
-                           f"{', '.join(GRADING_KEYS)}")
-    for key in table:
-        if key not in GRADING_KEYS + GRADING_OPTIONAL_KEYS:
-            warnings.append(f"{where}: key {key!r} is not one ol knows; it is ignored")
+    _check_keys(table, GRADING_KEYS, GRADING_OPTIONAL_KEYS, where, "grading", warnings)
     points = dict(DEFAULT_POINTS)
     given = table.get("points", {})
     if not isinstance(given, Mapping) or any(

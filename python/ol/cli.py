@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ol import student_kit
+from ol.arguments import module_arg, module_args, module_verb
 from ol.catalog import CATALOG_PATH, Catalog, Module, load_catalog
 from ol.errors import OlError
 from ol.exits import ERROR, INTERRUPTED, NOT_PASSED, OK, TERMINATED
@@ -131,13 +132,13 @@ VERBS: dict[str, Verb] = {}
 
 # Verbs implemented elsewhere: name -> (module defining configure and run, summary).
 LAZY_VERBS: dict[str, tuple[str, str]] = {
-    "check": ("ol.grading.cli", "the course tests, then the mutation grade of your own tests"),
+    "check": ("ol.grading.check_cli", "the course tests, then the mutation grade of your own tests"),
     "watch": ("ol.watch", "run the tests again each time you save a file (--mine: your own tests)"),
     "shell": ("ol.shell", "a Python prompt (or -c CODE) with tinyllm as the module's tests see it"),
     "verify": ("ol.verify", "instructor: the reference passes, stubs fail, pitfalls are caught"),
-    "grade": ("ol.grade.cli", "instructor: grade a folder of submissions (grades.csv, summary.md)"),
-    "gradescope": ("ol.grade.gradescope", "instructor: build a Gradescope autograder bundle"),
-    "milestone": ("ol.milestone.cli", "a whole model on your modules: MS-L7 runs SmolLM2-135M against transformers"),
+    "grade": ("ol.class_grading.grade_cli", "instructor: grade a folder of submissions (grades.csv, summary.md)"),
+    "gradescope": ("ol.class_grading.gradescope", "instructor: build a Gradescope autograder bundle"),
+    "milestone": ("ol.milestone.milestone_cli", "a whole model on your modules: MS-L7 runs SmolLM2-135M against transformers"),
     "release": ("ol.release", "instructor: write the student kit without the answers (--solutions: add them)"),
 }
 
@@ -147,21 +148,11 @@ def register(verb: Verb) -> Verb:
     return verb
 
 
-def _module_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("module", metavar="MODULE", help="a module id from the catalog, e.g. L7.3")
-
-
-def _ref_deps_arg(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("--ref-deps", action="store_true",
-                        help=f"take the module's needs from the reference ({what})")
-
-
 # ---- start ----------------------------------------------------------------------------
 
 
 def _start_args(parser):
-    _module_arg(parser)
-    _ref_deps_arg(parser, "you will test with --ref-deps: no warning about unfinished needs")
+    module_args(parser, "you will test with --ref-deps: no warning about unfinished needs")
 
 
 def _start(args, ctx: Context) -> int:
@@ -257,13 +248,6 @@ register(Verb(
 
 
 # ---- tests ----------------------------------------------------------------------------
-
-
-def _tests_args(parser):
-    _module_arg(parser)
-    _ref_deps_arg(parser, "your own code for the module itself")
-    parser.add_argument("--mine", action="store_true",
-                        help="run your own tests (the module's student test folder) instead of the course tests")
 
 
 def _tests(args, ctx: Context) -> int:
@@ -371,7 +355,9 @@ def _exit_code(run: TestRun) -> int:
 
 register(Verb(
     "tests", "run a module's course tests on your code (--mine: your own tests)",
-    _tests_args, _tests, takes_pytest_args=True,
+    module_verb("your own code for the module itself",
+                mine="run your own tests (the module's student test folder) instead of the course tests"),
+    _tests, takes_pytest_args=True,
     description=(
         "Runs the module's course tests on your files, printing pytest's output as it goes.\n"
         "--ref-deps takes the modules it needs from the reference, so only your code for this\n"
@@ -383,13 +369,6 @@ register(Verb(
 
 
 # ---- diff -----------------------------------------------------------------------------
-
-
-def _diff_args(parser):
-    _module_arg(parser)
-    _ref_deps_arg(parser, "as for ./ol tests")
-    parser.add_argument("--code-only", action="store_true",
-                        help="compare the code alone: docstrings, comments and blank lines left out on both sides")
 
 
 def _diff(args, ctx: Context) -> int:
@@ -434,7 +413,9 @@ def _diff(args, ctx: Context) -> int:
 
 register(Verb(
     "diff", "after the course tests pass: your files against the reference",
-    _diff_args, _diff,
+    module_verb("as for ./ol tests",
+                code_only="compare the code alone: docstrings, comments and blank lines left out on both sides"),
+    _diff,
     description=(
         "Reruns the module's course tests on your code (your files may have changed since the\n"
         "last ./ol tests); if they all pass, prints a unified diff of your files (-) against the\n"
@@ -493,7 +474,7 @@ register(Verb(
 
 
 def _reset_args(parser):
-    _module_arg(parser)
+    module_arg(parser)
 
 
 def _reset(args, ctx: Context) -> int:

@@ -176,7 +176,7 @@ def _verify_chaffs_mean_their_edits(session, result: VerifyResult) -> None:
 
 
 def _verify_grading(session, result: VerifyResult, workers: int) -> None:
-    from ol.grading.check import check_module, equivalent_verdicts
+    from ol.grading.check import check_model_answer
 
     grading, mutants = session.grading, session.mutants
     for entry in mutants.stale_equivalents:
@@ -185,9 +185,7 @@ def _verify_grading(session, result: VerifyResult, workers: int) -> None:
             f"{REFERENCE_TREE}/{grading.target}: the reference changed; review the list (ids of the current "
             "survivors of the model answer are printed by ol check on it)"
         )
-    answer = session.root / grading.model_answer
-    check = check_module(session.root, session.module.id, tests=answer, course_tests=False, workers=workers,
-                         session=session)
+    check, killed = check_model_answer(session, session.root / grading.model_answer, workers=workers)
     if check.reason:
         result.problems.append(f"the model answer ({grading.model_answer}) is not graded: {check.reason}: "
                                + "; ".join(check.problems))
@@ -200,7 +198,6 @@ def _verify_grading(session, result: VerifyResult, workers: int) -> None:
         f"{', '.join(missed) or 'none'}; surviving mutants: "
         + "; ".join(f"{s.id}\n{s.diff}" for s in check.survivors),
     )
-    killed = equivalent_verdicts(session.root, session.module.id, tests=answer, workers=workers, session=session)
     result.check(
         not killed,
         f"none of the {len(mutants.equivalent)} reviewed equivalent mutants is caught by the model answer",

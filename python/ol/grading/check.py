@@ -20,21 +20,26 @@ How runs are confined, and what each mode guarantees: README.md in this folder.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ol.errors import OlError
 from ol.grading import confine
 from ol.grading.collector_link import SuiteBroke
 from ol.grading.sandbox import SandboxFault
 from ol.grading.floors import function_floors
 from ol.grading.pitfall_tests import tests_failing_on
-from ol.grading.session import GradingFault, GradingSession, NotGraded  # noqa: F401  (NotGraded: API)
+from ol.grading.session import GradingFault, GradingSession
 from ol.grading.recheck import VerdictCache, code_digest
 from ol.grading.rejected import rejected_tests
 from ol.grading.grader import FAILED, PASSED, Grader, SuiteProblem, Verdict
 from ol.grading.static_check import check_student_tests
+
+DEFAULT_TIME_LIMIT = 60.0   # processor seconds: the course tests, collecting the suite, a correct run
 
 
 @dataclass(frozen=True)
@@ -54,9 +59,33 @@ class Survivor:
     possibly_equivalent: bool | None = None   # student kit: the course tests miss it too (None: not asked)
 
 
+@dataclass(frozen=True)
+class MutantLine:
+    """One counted generated mutant as the result lists it (the HTML page
+    places it on its line; the floors count it by function)."""
+
+    id: str
+    function: str
+    line: int
+    killed: bool
+    killed_by: str | None = None   # the first test that failed on it; None when none did or a crash killed it
+    diff: str = ""
+    possibly_equivalent: bool | None = None   # student kit, survivors only (None: not asked)
+
+    def to_json(self) -> dict:
+        """The fields in order; possibly_equivalent only when it was asked."""
+        data = dataclasses.asdict(self)
+        if self.possibly_equivalent is None:
+            del data["possibly_equivalent"]
+        return data
+
+
 @dataclass
 class CheckResult:
-    """What `ol check` found; `reason` is set when the check stopped early."""
+    """What `ol check` found; `reason` is set when the check stopped early.
+
+    to_json() is the one record everything outside ol.grading reads (ol check
+    --json, ol grade's records, Gradescope); from_json() reads it back."""
 
     module: str
     threshold: float
@@ -75,8 +104,7 @@ class CheckResult:
     memory_bound: str = ""  # the memory bound per run in force (ol.grading.memory)
     course_tests: dict[str, int] = field(default_factory=dict)   # {"passed": n, "total": n}
     killed_by: dict[str, str] = field(default_factory=dict)      # variant id -> first test that failed on it
-    mutants: list[dict] = field(default_factory=list)            # every counted mutant: id, function, line,
-                                                                 # killed, killed_by (a test id or null), diff
+    mutants: list[MutantLine] = field(default_factory=list)      # every counted mutant
     carried_over: int = 0     # kills taken from the last check (their tests' code unchanged), not run again
     course_tests_kept: bool = False   # the course tests' pass taken from the last check (the same code)
     mutants_of: str = "the reference"  # what the mutants change: "your own code" in a student kit (ol.grading.local)
@@ -84,45 +112,126 @@ class CheckResult:
     rejected: list[dict] = field(default_factory=list)   # each test failing on a correct implementation, once:
                                                          # test, failure, implementations (ol.grading.rejected)
 
+    def to_json(self) -> dict:
+        """The record of `ol check --json`: the fields in JSON_FIELDS' order, and "error": None
+        (a check that could not run writes not_run_json instead)."""
+        data = {name: copy.deepcopy(getattr(self, name)) for name in JSON_FIELDS}   # the record owns its lists
+        data["pitfalls"] = [dataclasses.asdict(p) for p in self.pitfalls]
+        data["survivors"] = [dataclasses.asdict(s) for s in self.survivors]
+        data["mutants"] = [m.to_json() for m in self.mutants]
+        return {**data, "error": None}
 
-def check_module(
-    root: Path,
-    module_id: str,
-    *,
-    tests: Path | None = None,
-    ref_deps: bool = False,
-    course_tests: bool = True,
-    workers: int = 2,
-    time_limit: float = 60.0,
-    on_event: Callable[[dict], None] | None = None,
-    mode: str | None = None,
-    sharing: str = "isolated",
-    session: GradingSession | None = None,
-    verdict_cache: Path | None = None,
-    limits: confine.Limits | None = None,
-) -> CheckResult:
-    """Grade the tests in `tests` (default: the student's folder for the module).
+    @classmethod
+    def from_json(cls, record: dict) -> CheckResult:
+        """A result read back from its record; keys it does not know are ignored
+        (a record of ol grade holds its own), missing ones take the defaults."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {"module": "", "threshold": 0.0,    # null takes the default too
+                  **{name: copy.deepcopy(record[name]) for name in known if record.get(name) is not None}}
+        values["pitfalls"] = [PitfallOutcome(**_known(PitfallOutcome, {**p, "tests": tuple(p.get("tests") or ())}))
+                              for p in record.get("pitfalls") or []]
+        values["survivors"] = [Survivor(**_known(Survivor, s)) for s in record.get("survivors") or []]
+        values["mutants"] = [MutantLine(**_known(MutantLine, m)) for m in record.get("mutants") or []]
+        return cls(**values)
 
-    course_tests=False skips step 2 (the instructor's `ol verify` grades the
-    model answer).  time_limit is processor seconds: it bounds the course
-    tests, collecting the suite and each run on a correct implementation; a
-    mutant gets 2 s + 10x the slowest correct run, at most time_limit.  mode
-    is confine.CONFINED, BY_UID or UNCONFINED (default: the strongest this
-    host allows, confine.choose_mode).  limits: what each run may use (the
-    memory bound per run among them; default confine.Limits()).  sharing is
-    "isolated" (every run collects the suite afresh: the instructor's grade)
-    or "shared" (the suite is collected once: the student's fast local
-    check); README.md here says what each guarantees.  verdict_cache (the
-    local check only) is a file where kills are kept, so that a re-check
-    after an edit runs only what the edit can change (ol.grading.recheck).
+
+# The record's fields in the order `ol check --json` has always printed them:
+# outside checks read them by these names (a kit test holds them to the dataclass).
+JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
+               "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by",
+               "mutants", "carried_over", "course_tests_kept", "mutants_of", "floors", "rejected", "memory_bound")
+
+
+def not_run_json(module: str, error: str) -> dict:
+    """The record of a check that could not run (a usage error, or a fault of the grader)."""
+    return {"module": module, "passed": False, "score": None, "error": error}
+
+
+def _known(kind, record: dict) -> dict:
+    names = {f.name for f in dataclasses.fields(kind)}
+    return {key: value for key, value in record.items() if key in names}
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """What a check is asked to do; check_module decides from it how runs are
+    confined, whether the suite is collected once, and whether the kills of
+    the last check are kept."""
+
+    tests: Path | None = None       # default: the student's folder for the module
+    ref_deps: bool = False          # the course tests take the module's needs from the reference
+    course_tests: bool = True       # False: skip step 2 (ol verify grades the model answer)
+    isolated: bool = False          # collect the suite afresh in every run, as the instructor's grade does
+    require_confinement: bool = False   # refuse to run unconfined (the instructor's side); implies isolated
+    confinement: str = "auto"       # "auto" (the strongest this host allows), confine.CONFINED or BY_UID
+    fresh: bool = False             # grade every mutant again: neither read nor write .ol/verdicts
+    workers: int = 2
+    time_limit: float = DEFAULT_TIME_LIMIT
+    memory_limit: int | None = None     # MiB per run, all its processes together (None: confine.Limits')
+    verdicts: Path | None = None    # where the kills are kept (None: ROOT/.ol/verdicts/MODULE.json; tests name one)
+
+
+def check_module(root: Path, module_id: str, request: CheckRequest = CheckRequest(), *,
+                 session: GradingSession | None = None,
+                 on_event: Callable[[dict], None] | None = None) -> CheckResult:
+    """Grade the tests `request.tests` (default: the student's folder for the module).
+
+    time_limit is processor seconds: it bounds the course tests, collecting
+    the suite and each run on a correct implementation; a mutant gets 2 s +
+    10x the slowest correct run, at most time_limit.  Decided here, from the
+    request and the host (README.md in this folder says what each
+    guarantees):
+
+    - confinement: confine.choose_mode(request.confinement); unconfined is
+      refused when the request requires confinement or names one
+      (OlError "refusing to grade unconfined"), and otherwise announced to
+      on_event as {"event": "unconfined", "why": ...}: feedback only;
+    - sharing: "shared" (the suite collected once: the student's fast local
+      check) only when confined and neither isolated nor requiring
+      confinement; "isolated" (every run collects it afresh: the
+      instructor's grade) otherwise;
+    - the verdict cache (ol.grading.recheck: a re-check runs only what an
+      edit can change): read and written only by a shared check that is not
+      fresh, so an isolated grade never reads .ol/verdicts.
 
     Raises GradingFault (exit 2, no score) when the grader itself fails.
     """
-    started = time.monotonic()
+    confinement, why = confine.choose_mode(request.confinement)
+    require_confinement(confinement, why, allowed=not request.require_confinement and request.confinement == "auto")
+    if confinement == confine.UNCONFINED and on_event is not None:
+        on_event({"event": "unconfined", "why": why})
+    isolated = request.isolated or request.require_confinement or confinement != confine.CONFINED
     session = session or GradingSession(root, module_id)
+    verdicts = None if isolated or request.fresh else (
+        request.verdicts or session.root / ".ol" / "verdicts" / f"{session.module.id}.json")
+    limits = confine.Limits(memory=request.memory_limit << 20) if request.memory_limit is not None else None
+    return _check(session, request, confinement=confinement, sharing="isolated" if isolated else "shared", verdict_cache=verdicts,
+                  limits=limits, on_event=on_event)
+
+
+def refusing_unconfined(confinement: str, allowed: bool) -> bool:
+    """Whether a grade must not run in `confinement` (confine.choose_mode's): unconfined, and not allowed to be."""
+    return confinement == confine.UNCONFINED and not allowed
+
+
+def require_confinement(confinement: str, why: str, *, allowed: bool = False, advice: str = "") -> None:
+    """Raise OlError when refusing_unconfined: the words every command uses,
+    with `why` (what confinement lacks here) and the command's own advice."""
+    if refusing_unconfined(confinement, allowed):
+        raise OlError(f"refusing to grade unconfined: {why}" + (f"; {advice}" if advice else ""))
+
+
+def _check(session: GradingSession, request: CheckRequest, *, confinement: str, sharing: str, verdict_cache: Path | None,
+           limits: confine.Limits | None, on_event: Callable[[dict], None] | None,
+           then: Callable[[Grader], None] | None = None) -> CheckResult:
+    """The check's steps (the module's docstring), in the confinement and sharing check_module chose;
+    then(grader), when given, runs more in the same engine after a check that went to its end."""
+    tests, ref_deps, course_tests = request.tests, request.ref_deps, request.course_tests
+    workers, time_limit = request.workers, request.time_limit
+    started = time.monotonic()
     root, module, grading = session.root, session.module, session.grading
     tests = Path(tests).resolve() if tests is not None else root / module.student_tests
-    result = CheckResult(module=module.id, threshold=grading.threshold, confinement=mode or _mode())
+    result = CheckResult(module=module.id, threshold=grading.threshold, confinement=confinement)
     result.excluded = {"message_only": len(session.mutants.message_only), "equivalent": len(session.mutants.equivalent)}
 
     def stop(reason: str, problems: list[str], output: str = "") -> CheckResult:
@@ -153,7 +262,7 @@ def check_module(
                 result.course_tests = {"passed": len(course.passed), "total": len(course.outcomes)}
                 if not course.ok:
                     slow = [f"the course tests took longer than {time_limit:.0f} s on your code: look for a loop"]
-                    return stop(_course_reason(module.id, ref_deps, course),
+                    return stop(_course_reason(module.id, ref_deps),
                                 (slow if course.timed_out else []) + (course.failed or
                                                                        ([] if course.timed_out else
                                                                         ["pytest could not run them"])), course.output)
@@ -183,6 +292,8 @@ def check_module(
             except SuiteBroke as broke:
                 return stop("your tests broke the grader's connection", [str(broke), (
                     "graded tests may not write into descriptors they did not open; the suite is not graded")])
+            if then is not None:
+                then(grader)
     except SandboxFault as fault:
         raise GradingFault(f"the grader failed: {fault}") from None
 
@@ -193,12 +304,12 @@ def check_module(
     result.survivors = [Survivor(m.id, m.function, m.diff) for m, v in mutants if not (v and v.killed)]
     result.killed_by = {key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed}
     result.carried_over = len(carried)
-    result.mutants = [{"id": m.id, "function": m.function, "line": m.line, "killed": bool(v and v.killed),
-                       "killed_by": result.killed_by.get(m.id), "diff": m.diff} for m, v in mutants]
+    result.mutants = [MutantLine(m.id, m.function, m.line, bool(v and v.killed), result.killed_by.get(m.id), m.diff)
+                      for m, v in mutants]
     result.counted = len(pitfalls) + len(mutants)
     result.killed = sum(o.killed for o in result.pitfalls) + sum(bool(v and v.killed) for _, v in mutants)
     result.score = result.killed / result.counted if result.counted else 1.0
-    floors = function_floors(grading.floors, result.mutants, session.contract)
+    floors = function_floors(grading.floors, [m.to_json() for m in result.mutants], session.contract)
     result.floors = [f.as_dict() for f in floors]
     result.passed = (result.score >= grading.threshold and all(o.killed for o in result.pitfalls)
                      and all(f.met for f in floors))
@@ -206,13 +317,7 @@ def check_module(
     return result
 
 
-def _mode() -> str:
-    from ol.grading.session import default_confinement
-
-    return default_confinement()
-
-
-def _course_reason(module_id: str, ref_deps: bool, course) -> str:
+def _course_reason(module_id: str, ref_deps: bool) -> str:
     return ("course tests fail on your code: fix them first (./ol tests "
             f"{module_id}{' --ref-deps' if ref_deps else ''})")
 
@@ -242,22 +347,27 @@ def check_fixtures(session: GradingSession) -> None:
                 raise GradingFault(f"a golden fixture of {session.module.id} is broken (not your code): {error}") from None
 
 
-def equivalent_verdicts(root: Path, module_id: str, *, tests: Path, workers: int = 2, time_limit: float = 60.0,
-                        session: GradingSession | None = None) -> list[str]:
-    """Ids of the module's reviewed equivalent mutants that `tests` catch
-    (`ol verify` runs the model answer: a caught one is not equivalent)."""
-    session = session or GradingSession(root, module_id)
-    equivalents = session.mutant_variants("equivalent")
-    if not equivalents:
-        return []
-    try:
-        with session.engine({"student": Path(tests)}, course=False, workers=workers) as engine:
-            grader = Grader(session, engine, time_limit=time_limit)
-            grader.correct_implementations()
-            verdicts = grader.variants(equivalents, repeats=False)
-    except SandboxFault as fault:
-        raise GradingFault(f"the grader failed: {fault}") from None
-    return [key for key, verdict in verdicts.items() if verdict.killed]
+def check_model_answer(session: GradingSession, tests: Path, *,
+                       workers: int = 2) -> tuple[CheckResult, list[str]]:
+    """ol verify's grade of the model answer `tests` (isolated, no course
+    tests), and the ids of the reviewed equivalent mutants it catches (a
+    caught one is not equivalent), in one engine: the correct implementations
+    graded once, the pitfalls and counted mutants with repeats, then the
+    equivalents without.  No equivalents are run when the check stops early."""
+    request = CheckRequest(tests=tests, course_tests=False, isolated=True, workers=workers)
+    confinement, _ = confine.choose_mode(request.confinement)
+    caught: list[str] = []
+
+    def equivalents(grader: Grader) -> None:
+        variants = session.mutant_variants("equivalent")
+        if variants:
+            caught.extend(key for key, verdict in grader.variants(variants, repeats=False).items() if verdict.killed)
+
+    result = _check(session, request, confinement=confinement, sharing="isolated", verdict_cache=None, limits=None, on_event=None,
+                    then=equivalents)
+    return result, caught
 
 
-__all__ = ["CheckResult", "PitfallOutcome", "Survivor", "check_module", "equivalent_verdicts", "confine"]
+__all__ = ["DEFAULT_TIME_LIMIT", "JSON_FIELDS", "CheckResult", "MutantLine", "PitfallOutcome", "Survivor",
+           "CheckRequest", "check_fixtures", "check_model_answer", "check_module", "not_run_json",
+           "refusing_unconfined", "require_confinement"]

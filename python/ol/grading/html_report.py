@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ol.errors import OlError
 from ol.files import write_whole
-from ol.grading.check import CheckResult
+from ol.grading.check import CheckResult, MutantLine
 from ol.grading.floors import floor_line
 from ol.grading.report import floored, implementation_name, output_heading, to_json, to_pass
 
@@ -170,10 +170,10 @@ def _functions(result: CheckResult) -> str:
     """Caught and surviving generated mutants per function, most survivors first."""
     counts: dict[str, list[int]] = {}        # function -> [survived, caught, first line with a survivor]
     for mutant in result.mutants:
-        entry = counts.setdefault(mutant["function"], [0, 0, 0])
-        entry[1 if mutant["killed"] else 0] += 1
-        if not mutant["killed"] and not entry[2]:
-            entry[2] = mutant["line"]
+        entry = counts.setdefault(mutant.function, [0, 0, 0])
+        entry[1 if mutant.killed else 0] += 1
+        if not mutant.killed and not entry[2]:
+            entry[2] = mutant.line
     floors = {floor["function"]: floor for floor in result.floors}
     rows = []
     for function, (survived, caught, line) in sorted(counts.items(), key=lambda item: (-item[1][0], item[0])):
@@ -202,19 +202,19 @@ def _source(result: CheckResult, source: str, source_path: str) -> str:
     by_line: dict[int, list[dict]] = {}
     elsewhere = []
     for mutant in result.mutants:
-        if 1 <= mutant["line"] <= len(lines):
-            by_line.setdefault(mutant["line"], []).append(mutant)
+        if 1 <= mutant.line <= len(lines):
+            by_line.setdefault(mutant.line, []).append(mutant)
         else:
             elsewhere.append(mutant)
 
     rows = []
     for number, text in enumerate(lines, start=1):
-        mutants = sorted(by_line.get(number, []), key=lambda m: (m["killed"], m["id"]))
+        mutants = sorted(by_line.get(number, []), key=lambda m: (m.killed, m.id))
         if not mutants:
             rows.append(f'<div class="line" id="L{number}"><span class="no">{number}</span>'
                         f'<span class="marks"></span><code>{_e(text)}</code></div>')
             continue
-        survived = sum(not m["killed"] for m in mutants)
+        survived = sum(not m.killed for m in mutants)
         caught = len(mutants) - survived
         marks = (f'<span class="s">&#10007; {survived}</span>' if survived else "") + \
                 (f'<span class="k">&#10003; {caught}</span>' if caught else "")
@@ -244,15 +244,15 @@ def _source(result: CheckResult, source: str, source_path: str) -> str:
 </section>"""
 
 
-def _mutant(mutant: dict) -> str:
-    if mutant["killed"]:
+def _mutant(mutant: MutantLine) -> str:
+    if mutant.killed:
         verdict = ('<span class="k">caught</span> by <code class="by">'
-                   f'{_e(mutant["killed_by"] or "a crash or time-out of the run (no single test)")}</code>')
+                   f'{_e(mutant.killed_by or "a crash or time-out of the run (no single test)")}</code>')
     else:
         verdict = '<span class="s">survived</span>: none of your tests failed on it'
-    diff = "".join(f'<span class="{_diff_class(line)}">{_e(line)}</span>\n' for line in mutant["diff"].splitlines())
-    return (f'<div class="mutant {"killed" if mutant["killed"] else "survived"}" data-id="{_e(mutant["id"])}">'
-            f'<div class="head"><code>{_e(mutant["id"])}</code> in <code>{_e(mutant["function"])}</code>: '
+    diff = "".join(f'<span class="{_diff_class(line)}">{_e(line)}</span>\n' for line in mutant.diff.splitlines())
+    return (f'<div class="mutant {"killed" if mutant.killed else "survived"}" data-id="{_e(mutant.id)}">'
+            f'<div class="head"><code>{_e(mutant.id)}</code> in <code>{_e(mutant.function)}</code>: '
             f'{verdict}</div><pre class="diff">{diff}</pre></div>')
 
 

@@ -31,18 +31,19 @@ passes is not caught here (no second implementation).
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from pathlib import Path
 
-from ol.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
+from ol.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, NotGraded, dotted_name, load_catalog
 from ol.errors import OlError
 from ol.grading.chaffs import chaff_variants, load_chaffs
-from ol.grading.check import CheckResult, check_module
+from ol.grading.check import CheckRequest, CheckResult, check_module
 from ol.grading.sandbox import SandboxFault
 from ol.grading.scheduler import Run
 from ol.grading.mutants import MutantSet, Pitfall, generate_mutants
 from ol.grading.protocol import RunRequest
-from ol.grading.session import GradingFault, GradingSession, NotGraded, _text
+from ol.grading.session import GradingFault, GradingSession, _text
 from ol.grading.variants import Variant
 
 YOUR_CODE = "your own code"
@@ -119,30 +120,31 @@ class LocalSession(GradingSession):
             if key == "reference" else None
 
 
-def check_in_kit(root: Path, module_id: str, **options) -> CheckResult:
+def check_in_kit(root: Path, module_id: str, request: CheckRequest = CheckRequest(), *,
+                 on_event=None) -> CheckResult:
     """`ol check` for a module a student kit hands out: check_module's flow on a
     LocalSession, then each survivor run against the course tests to mark the
-    ones that may be equivalent.  `options` are check_module's."""
+    ones that may be equivalent."""
     session = LocalSession(root, module_id)
-    result = check_module(root, module_id, session=session, **options)
+    result = check_module(root, module_id, request, session=session, on_event=on_event)
     result.mutants_of = YOUR_CODE
     if result.reason is None and session.mutant_error:
         raise GradingFault(f"mutmut could not make mutants of your {session.reference.origin}: {session.mutant_error}")
     if result.reason is None and 0 < len(result.survivors) <= MAX_TRIAGED:
-        _mark_possibly_equivalent(session, result, workers=options.get("workers", 2),
-                                  time_limit=options.get("time_limit", 60.0), mode=options.get("mode"))
+        _mark_possibly_equivalent(session, result, workers=request.workers, time_limit=request.time_limit,
+                                  confinement=result.confinement)
     return result
 
 
 def _mark_possibly_equivalent(session: LocalSession, result: CheckResult, *, workers: int, time_limit: float,
-                              mode: str | None) -> None:
+                              confinement: str) -> None:
     """Run the course tests (stopping at the first failure) on every surviving
     mutant: the ones they pass are possibly equivalent to the student's code."""
     by_id = {m.id: m for m in session.mutants.counted}
     survivors = [s for s in result.survivors if s.id in by_id]
     runs = {number: s for number, s in enumerate(survivors, start=1)}
     try:
-        with session.engine({}, course=True, workers=workers, confinement=mode) as engine:
+        with session.engine({}, course=True, workers=workers, confinement=confinement) as engine:
             outcomes = engine.run([
                 Run(number, RunRequest(suite="course", task="pytest", pytest_args=["-x"]),
                     Variant(s.id, by_id[s.id].source, session.reference.origin, trusted=False).request(), time_limit)
@@ -152,9 +154,8 @@ def _mark_possibly_equivalent(session: LocalSession, result: CheckResult, *, wor
     possibly = {runs[number].id for number, outcome in outcomes.items() if outcome.exit == 0}
     result.survivors = [s.__class__(s.id, s.function, s.diff, possibly_equivalent=s.id in possibly)
                         for s in result.survivors]
-    for entry in result.mutants:
-        if not entry["killed"]:
-            entry["possibly_equivalent"] = entry["id"] in possibly
+    result.mutants = [m if m.killed else dataclasses.replace(m, possibly_equivalent=m.id in possibly)
+                      for m in result.mutants]
 
 
 def library_source(root: Path, file: str) -> tuple[str, str]:

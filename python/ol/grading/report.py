@@ -9,25 +9,19 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import textwrap
-from dataclasses import asdict
 
 from ol.grading.check import CheckResult
 from ol.grading.floors import floor_line
 
 DEFAULT_MAX_SURVIVORS = 3   # diffs shown per function; --all shows every one
-JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
-               "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by",
-               "mutants", "carried_over", "course_tests_kept", "mutants_of", "floors", "rejected", "memory_bound")
 COURSE_TESTS_FAILED = "course tests fail on your code"     # how check.py's reason starts when they do
 
 
 def to_json(result: CheckResult) -> str:
-    """The result as one JSON object (the fields of JSON_FIELDS, and "error":
-    null; a check that could not run prints {"error": reason, "score": null})."""
-    data = asdict(result)
-    return json.dumps({**{key: data[key] for key in JSON_FIELDS}, "error": None}, indent=2)
+    """The result as one JSON object (CheckResult.to_json; a check that could
+    not run prints check.not_run_json instead)."""
+    return json.dumps(result.to_json(), indent=2)
 
 
 def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVORS) -> str:
@@ -194,31 +188,3 @@ def _needed(result: CheckResult) -> int:
 
 def _indent(text: str, spaces: int) -> str:
     return textwrap.indent(text, " " * spaces)
-
-
-class ProgressBar:
-    """`on_event` for check_module: a one-line bar on stderr while mutants run
-    (nothing when stderr is not a terminal)."""
-
-    def __init__(self, total: int, stream=None, width: int = 30):
-        self.total, self.width = max(total, 1), width
-        self.stream = stream or sys.stderr
-        self.done = self.killed = 0
-        self.active = self.stream.isatty()
-
-    def __call__(self, event: dict) -> None:
-        if event.get("event") == "plan":
-            self.total = max(event["runs"], 1)
-        if not self.active or event.get("event") != "verdict":
-            return
-        self.done += 1
-        self.killed += event.get("status") in ("failed", "timeout", "crashed")
-        filled = int(self.width * min(self.done, self.total) / self.total)
-        self.stream.write(f"\r  grading [{'#' * filled}{'.' * (self.width - filled)}] "
-                          f"{self.done}/{self.total} runs, {self.killed} caught")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.active and self.done:
-            self.stream.write("\r" + " " * (self.width + 50) + "\r")
-            self.stream.flush()

@@ -41,10 +41,6 @@ PYTEST_ARGS = ["-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmar
                "-W", "ignore::pytest.PytestAssertRewriteWarning"]
 
 
-class NotGraded(OlError):
-    """The module has no graded tests (no [module.grading] in the catalog)."""
-
-
 class GradingFault(OlError):
     """The grader itself failed (a sandbox, a fixture, the kit): exit 2 and
     no score, with the reason."""
@@ -60,12 +56,7 @@ class GradingSession:
         self.root = Path(root).resolve()
         self.catalog = load_catalog(self.root)
         self.module = self.catalog.get(module_id)
-        grading = self.module.grading
-        if grading is None:
-            graded = ", ".join(m.id for m in self.catalog.modules if m.grading)
-            raise NotGraded(f"{self.module.id} has no graded tests: `ol check` grades modules whose catalog "
-                            f"entry has [module.grading] ({graded}). Run ./ol tests {self.module.id} for its "
-                            "course tests.")
+        grading = self.catalog.graded(module_id, "`ol check`")
         self.grading = grading
         self.target = dotted_name(grading.target)
         reference_path = self.root / REFERENCE_TREE / grading.target

@@ -11,7 +11,7 @@ and its greedy text with what transformers computed on the same checkpoint.
 
 The run itself is ol.milestone.child, in a child Python that sees tinyllm
 through the overlay (ol never imports a student's code); ol.milestone.compare
-judges what it wrote; ol.milestone.cli is the command.
+judges what it wrote; ol.milestone.milestone_cli is the command.
 """
 
 from __future__ import annotations

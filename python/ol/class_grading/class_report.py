@@ -5,11 +5,11 @@ score) or NOT GRADED (and the reason says why); a graded one PASSED or NOT
 PASSED (and the reason says why).
 
     grades.csv     CSV_FIELDS, one row per submission, by student name
-    <student>.json the record (ol.grade.outcome says what it holds)
+    <student>.json the record (ol.class_grading.one.GradeRecord says what it holds)
     summary.md     the counts, the scores, the pitfalls most often missed,
                    the mutants that survive most often (what the class does
                    not test), why each not graded one was not, faults of the
-                   grader, and submissions to look at (ol.grade.copies)
+                   grader, and submissions to look at (ol.class_grading.copies)
 """
 
 from __future__ import annotations
@@ -20,11 +20,12 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from ol.class_grading.copies import SimilarPair
+from ol.class_grading.feedback import ROUNDING
+from ol.class_grading.one import GradeRecord
+from ol.class_grading.outcome import NOT_GRADED, NOT_PASSED, PASSED, Outcome
+from ol.class_grading.points import shown
 from ol.files import write_whole
-from ol.grade.copies import SimilarPair
-from ol.grade.feedback import ROUNDING
-from ol.grade.outcome import NOT_GRADED, NOT_PASSED, PASSED, Outcome
-from ol.grade.points import shown
 
 SUBMITTED, GRADED = "submitted", "graded"
 CSV_FIELDS = ("student", "source", "id", "submitted", "late", "status", "passed", "points", "score", "killed",
@@ -32,7 +33,7 @@ CSV_FIELDS = ("student", "source", "id", "submitted", "late", "status", "passed"
 
 
 def row(outcome: Outcome, *, student_id: str = "", submitted: str = "", late: str = "") -> dict[str, str]:
-    """One student's line of grades.csv (points and score rounded down, ol.grade.points)."""
+    """One student's line of grades.csv (points and score rounded down, ol.class_grading.points)."""
     return {
         "student": outcome.student, "source": outcome.source, "id": student_id, "submitted": submitted,
         "late": late, "status": outcome.status, "passed": "yes" if outcome.status == PASSED else "no",
@@ -56,18 +57,19 @@ def write_csv(rows: list[dict[str, str]], path: Path) -> None:
     write_whole(path, buffer.getvalue())
 
 
-def write_record(record: dict, folder: Path) -> Path:
-    path = folder / f"{record['student']}.json"
-    write_whole(path, json.dumps(record, indent=2, sort_keys=True))
+def write_record(record: GradeRecord, folder: Path) -> Path:
+    path = folder / f"{record.student}.json"
+    write_whole(path, json.dumps(record.to_json(), indent=2, sort_keys=True))
     return path
 
 
-def read_record(folder: Path, student: str) -> dict | None:
+def read_record(folder: Path, student: str) -> GradeRecord | None:
+    """The record written for `student`, or None (none, or not one ol grade could have written)."""
     try:
         record = json.loads((folder / f"{student}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return GradeRecord.from_json(record) if isinstance(record, dict) else None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
-    return record if isinstance(record, dict) else None
 
 
 def counts(outcomes: list[Outcome]) -> dict[str, int]:

@@ -11,7 +11,7 @@ The check is skipped only when it could earn nothing: no module file, or one
 that does not parse (every course test would fail).  Test files that do not
 parse are only noted: the check still runs the course tests, which earn
 their points, and then refuses the suite; the reason then names the file
-and line (ol.grade.outcome).  Files are parsed, never run.
+and line (ol.class_grading.outcome).  Files are parsed, never run.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from ol.catalog import STUDENT_TREE, Module
-from ol.grade.submissions import Submission
+from ol.class_grading.submissions import Submission
 
 
 @dataclass(frozen=True)

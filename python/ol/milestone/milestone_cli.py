@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ol.arguments import ref_deps_flag
 from ol.exits import NOT_PASSED, OK
 from ol.milestone import MilestoneNotReady, get_milestone, plan_milestone
 from ol.milestone.compare import LOGIT_ATOL, first_difference, judge_logits, judge_tokenizer
@@ -38,8 +39,7 @@ GREEDY_LAYOUT = "half"
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__.split("\n\n", 1)[1].strip()
     parser.add_argument("milestone", metavar="MILESTONE", help="a milestone id from the catalog: MS-L7")
-    parser.add_argument("--ref-deps", action="store_true",
-                        help="take the modules you have not started from the reference")
+    ref_deps_flag(parser, "take the modules you have not started from the reference")
     parser.add_argument("--pitfall", metavar="ID",
                         help="demonstration: the reference's L7.3 RoPE with one of its chapter's pitfalls "
                              "(s01 to s07) planted, in place of yours")

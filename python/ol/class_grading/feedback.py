@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ol.class_grading.outcome import NOT_GRADED, PASSED, Outcome, check_result
+from ol.class_grading.points import shown
 from ol.files import write_whole
-from ol.grade.outcome import NOT_GRADED, PASSED, Outcome, check_result
-from ol.grade.points import shown
 from ol.grading.floors import floor_line
 
 LEVELS = ("none", "summary", "full")
@@ -110,7 +110,7 @@ def markdown(outcome: Outcome, table: dict[str, float], level: str) -> str:
                 for survivor in shown_here:
                     lines += [f"`{survivor.id}`", "", "```diff", survivor.diff.rstrip(), "```", ""]
     lines += ["## Files", ""]
-    names = outcome.record.get("names") or {}
+    names = outcome.record.names
     lines += [f"- graded: {', '.join(sorted(names.values())) or 'none'}",
               f"- ignored (not part of {outcome.module}): {', '.join(outcome.ignored) or 'none'}", ""]
     return "\n".join(lines)

@@ -6,14 +6,14 @@
     ./ol grade L7.3 submissions/ --manifest ids.csv --deadline 2026-03-01T23:59 --export canvas
     ./ol grade L7.3 submissions/ --only bob carol         # grade these again, keep the others
 
-Each submission is read safely (ol.grade.submissions), screened
-(ol.grade.precheck: what can be said without grading), and graded like
+Each submission is read safely (ol.class_grading.submissions), screened
+(ol.class_grading.precheck: what can be said without grading), and graded like
 `ol check MODULE --ref-deps`, isolated and confined, in a private copy of
-the kit (ol.grade.one).  Submissions with the same files are graded once.
+the checkout (ol.class_grading.one).  Submissions with the same files are graded once.
 Results go to DIR: grades.csv, <student>.json and summary.md
-(ol.grade.class_report), <student>.md and <student>.html (ol.grade.feedback),
-grades-<platform>.csv (ol.grade.gradebook).  A second run keeps each record
-whose files, kit and options are unchanged, so an interrupted grading
+(ol.class_grading.class_report), <student>.md and <student>.html (ol.class_grading.feedback),
+grades-<platform>.csv (ol.class_grading.gradebook).  A second run keeps each record
+whose files, checkout and options are unchanged, so an interrupted grading
 resumes where it stopped; everything else is written again from the records.
 """
 
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import math
 import os
 import sys
 import tempfile
@@ -31,16 +30,18 @@ from pathlib import Path
 
 from ol.errors import OlError
 from ol.exits import ERROR, OK
-from ol.grading.cli import _positive_int, _time_limit
+from ol.class_grading.one import GradeRecord
+from ol.arguments import deadline, positive_int, seconds
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from ol.grade.feedback import DEFAULT_LEVEL, LEVELS
-    from ol.grade.gradebook import EXPORTS
+    from ol.class_grading.feedback import DEFAULT_LEVEL, LEVELS
+    from ol.class_grading.gradebook import EXPORTS
+    from ol.grading.check import DEFAULT_TIME_LIMIT
 
     parser.description = (
         "Instructor: grade a folder of submissions (one folder, .zip or .tar.gz per student) by the "
-        "module's mutation grade, each in a private, confined copy of the kit. Writes DIR/grades.csv, "
+        "module's mutation grade, each in a private, confined copy of the checkout. Writes DIR/grades.csv, "
         "DIR/summary.md, and per student <student>.json, <student>.md and <student>.html. Exit 0 when every "
         "submission has its row (a row may say it was not graded, and why), 2 when grading could not run."
     )
@@ -48,15 +49,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("submissions", metavar="SUBMISSIONS", type=Path, help="a folder with one entry per student")
     parser.add_argument("--out", type=Path, metavar="DIR", default=None,
                         help="where the results go (default: SUBMISSIONS-graded beside SUBMISSIONS)")
-    parser.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+    parser.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                         help="submissions graded side by side on this machine (default: the cores divided by "
                              "each check's --workers)")
-    parser.add_argument("--workers", type=_positive_int, default=None, metavar="W",
+    parser.add_argument("--workers", type=positive_int, default=None, metavar="W",
                         help="runs side by side within one check (default: one more than the cores divided by "
                              "--jobs, as ol check does)")
     parser.add_argument("--ray", metavar="ADDRESS", default=None,
                         help="grade each submission as a task on an existing Ray cluster ('auto', or host:port)")
-    parser.add_argument("--time-limit", type=_time_limit, default=60.0, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=seconds, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
                         help="a check's time limit for the course tests and a suite on a correct implementation")
     parser.add_argument("--feedback", choices=LEVELS, default=DEFAULT_LEVEL,
                         help="what each student is handed back: none (no files), summary (<student>.md: the "
@@ -65,7 +66,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--manifest", type=Path, metavar="CSV", default=None,
                         help="a CSV with a header entry,id[,name][,submitted]: each entry's student id on your "
                              "platform, and the time it was submitted (ISO 8601; default: the entry's file time)")
-    parser.add_argument("--deadline", type=_deadline, metavar="TIME", default=None,
+    parser.add_argument("--deadline", type=deadline, metavar="TIME", default=None,
                         help="ISO 8601, e.g. 2026-03-01T23:59 (this machine's time zone unless given): grades.csv "
                              "says which submissions are late")
     parser.add_argument("--only", nargs="+", metavar="NAME", default=None,
@@ -78,32 +79,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "ol grade refuses")
 
 
-def _deadline(text: str):
-    from ol.grade.gradebook import parse_time
-
-    try:
-        return parse_time(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
 def run(args: argparse.Namespace, ctx) -> int:
-    from ol.grade.gradebook import read_manifest
-    from ol.grade.submissions import read_submissions
+    from ol.class_grading.gradebook import read_manifest
+    from ol.class_grading.submissions import read_submissions
     from ol.grading import confine
+    from ol.grading.check import require_confinement
 
     try:
         module = ctx.module(args.module)
-        if module.grading is None:
-            raise OlError(f"{module.id} has no graded tests; ol grade grades "
-                          f"{', '.join(m.id for m in ctx.catalog.modules if m.grading)}")
+        ctx.catalog.graded(module.id, "ol grade")
         if args.export and args.manifest is None:
             raise OlError(f"--export {args.export} needs --manifest CSV: the file that gives each entry's student "
                           "id on your platform (a header entry,id)")
         mode, why = confine.choose_mode()   # namespaces, or (root without them: Docker) one user per run
-        if mode == confine.UNCONFINED and not args.allow_unconfined:
-            raise OlError(f"refusing to grade unconfined: {why}; "
-                          "or pass --allow-unconfined where confinement cannot work")
+        require_confinement(mode, why, allowed=args.allow_unconfined,
+                            advice="or pass --allow-unconfined where confinement cannot work")
         manifest = read_manifest(args.manifest) if args.manifest else {}
         submissions = read_submissions(args.submissions, module)
         only = _only(args.only, submissions)
@@ -120,7 +110,7 @@ def run(args: argparse.Namespace, ctx) -> int:
     except OlError as error:
         print(f"ol grade: {error}", file=ctx.err)
         return ERROR
-    return _report(args, ctx, module, submissions, records, manifest, out)
+    return _write_results(args, ctx, module, submissions, records, manifest, out)
 
 
 def _only(names: list[str] | None, submissions) -> set[str] | None:
@@ -135,48 +125,49 @@ def _only(names: list[str] | None, submissions) -> set[str] | None:
     return {by_name[name] for name in names}
 
 
-def _grade(args, ctx, module, submissions, only, out: Path, mode: str) -> dict[str, dict]:
+def _grade(args, ctx, module, submissions, only, out: Path, mode: str) -> dict[str, GradeRecord]:
     """{student: record} for every submission: kept, screened out, or graded now,
     each run confined in `mode` (confine.choose_mode)."""
-    from ol.grade.class_report import read_record, write_record
-    from ol.grade.kit import kit_digest
-    from ol.grade.one import base_record, not_graded_record
+    from ol.class_grading.class_report import read_record, write_record
+    from ol.class_grading.checkout import checkout_digest
+    from ol.class_grading.one import base_record, not_graded_record
 
     cores = os.cpu_count() or 1
     jobs = args.jobs or max(1, cores // (args.workers or cores))
     workers = args.workers or max(1, cores // jobs) + 1
-    kit_key = hashlib.sha256(f"{kit_digest(ctx.root)} {module.id} {args.time_limit} {mode}".encode()).hexdigest()
-    records: dict[str, dict] = {}
+    grading_key = hashlib.sha256(
+        f"{checkout_digest(ctx.root)} {module.id} {args.time_limit} {mode}".encode()).hexdigest()
+    records: dict[str, GradeRecord] = {}
     groups: dict[str, tuple] = {}        # digest -> (files, [base, ...]): the same files are graded once
     kept, missing = 0, []
     for submission in submissions:
-        base, screening = base_record(module, submission, kit_key=kit_key, confinement=mode)
+        base, screening = base_record(module, submission, grading_key=grading_key, confinement=mode)
         previous = read_record(out, submission.student)
         if only is not None and submission.student not in only:
             if previous is not None:
                 records[submission.student] = previous
             else:
                 missing.append(submission.student)
-        elif only is None and previous is not None and previous.get("digest") == base["digest"]:
-            records[submission.student] = {**previous, **base}     # unchanged since it was graded: keep it
+        elif only is None and previous is not None and previous.digest == base.digest:
+            records[submission.student] = previous.about(base)     # unchanged since it was graded: keep it
             kept += 1
         elif screening.reason is not None:
             records[submission.student] = not_graded_record(base, screening)
             write_record(records[submission.student], out)
         else:
-            groups.setdefault(base["digest"], (submission.files, []))[1].append(base)
+            groups.setdefault(base.digest, (submission.files, []))[1].append(base)
     if missing:
         print(f"ol grade: not graded yet, left out (run without --only to grade them): {', '.join(missing)}",
               file=ctx.err)
-    progress = _Progress(len(groups), kept, parallel=jobs, stream=ctx.err)
+    progress = _Progress(len(groups), kept, stream=ctx.err)
 
-    def finish(digest: str, result: dict) -> None:
+    def finish(digest: str, graded: GradeRecord) -> None:
         for base in groups[digest][1]:
-            record = {**result, **base}
-            record["confinement"] = result.get("confinement") or base["confinement"]   # what the check had in force
+            record = graded.about(base)
+            record.confinement = graded.confinement or base.confinement   # what the check had in force
             write_record(record, out)
-            records[base["student"]] = record
-        progress.done(groups[digest][1][0]["student"], result)
+            records[base.student] = record
+        progress.done(groups[digest][1][0].student)
 
     try:
         if groups:
@@ -194,22 +185,22 @@ def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, mod
     session = GradingSession(ctx.root, module.id)   # builds the mutant cache once; each copy starts from it
     cache = [cache_path(session.reference.source)]
     if args.ray:
-        from ol.grade.cluster import CACHE, KIT, grade_on_ray
-        from ol.grade.kit import copy_kit
+        from ol.class_grading.cluster import CACHE, CHECKOUT, grade_on_ray
+        from ol.class_grading.checkout import copy_checkout
 
-        with tempfile.TemporaryDirectory(prefix="ol-grade-kit-") as staging:
-            copy_kit(ctx.root, Path(staging) / KIT)
-            copy_kit(cache[0].parent, Path(staging) / CACHE, files=[cache[0].name])
-            grade_on_ray(args.ray, Path(staging), Path(staging) / KIT / "python" / "ol", module.id,
+        with tempfile.TemporaryDirectory(prefix="ol-grade-checkout-") as staging:
+            copy_checkout(ctx.root, Path(staging) / CHECKOUT)
+            copy_checkout(cache[0].parent, Path(staging) / CACHE, files=[cache[0].name])
+            grade_on_ray(args.ray, Path(staging), Path(staging) / CHECKOUT / "python" / "ol", module.id,
                          [(digest, files) for digest, (files, _) in groups.items()], workers=workers,
                          time_limit=args.time_limit,   # a worker confines as strongly as it can, never less
                          confinement=confine.UNCONFINED if mode == confine.UNCONFINED else "auto",
-                         on_done=lambda record: finish(record.pop("student"), record))
+                         on_done=lambda record: finish(record.student, record))
         return
-    from ol.grade.one import grade_one
+    from ol.class_grading.one import grade_one
 
     with tempfile.TemporaryDirectory(prefix="ol-grade-") as scratch, ThreadPoolExecutor(jobs) as pool:
-        def one(files: dict[str, bytes]) -> dict:
+        def one(files: dict[str, bytes]) -> GradeRecord:
             workdir = Path(tempfile.mkdtemp(dir=scratch, prefix="submission-"))   # never shared, whatever the names
             return grade_one(ctx.root, module.id, files, workdir=workdir, workers=workers,
                              time_limit=args.time_limit, mutant_cache=cache, confinement=mode)
@@ -219,21 +210,21 @@ def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, mod
             try:
                 result = future.result()
             except Exception as error:  # noqa: BLE001 (one submission's fault is its own row, never the class's)
-                result = {"passed": False, "score": None, "seconds": 0.0,
-                          "error": f"the grader failed: {type(error).__name__}: {error}"}
+                result = GradeRecord(student="", error=f"the grader failed: {type(error).__name__}: {error}")
             finish(futures[future], result)
 
 
-def _report(args, ctx, module, submissions, records: dict[str, dict], manifest: dict, out: Path) -> int:
+def _write_results(args, ctx, module, submissions, records: dict[str, GradeRecord], manifest: dict,
+                   out: Path) -> int:
     """grades.csv, summary.md, the feedback files and the export, all from the records."""
+    from ol.class_grading.checkout import catalog_pitfalls, graded_source
+    from ol.class_grading.class_report import headline, row, summary, write_csv
+    from ol.class_grading.copies import similar_pairs
+    from ol.class_grading.feedback import write_feedback
+    from ol.class_grading.gradebook import ExportRow, late, shown_time, write_export
+    from ol.class_grading.outcome import PASSED, read_outcome
+    from ol.class_grading.points import shown
     from ol.files import write_whole
-    from ol.grade.class_report import headline, row, summary, write_csv
-    from ol.grade.copies import similar_pairs
-    from ol.grade.feedback import write_feedback
-    from ol.grade.gradebook import ExportRow, late, shown_time, write_export
-    from ol.grade.kit import catalog_pitfalls, graded_source
-    from ol.grade.outcome import PASSED, read_outcome
-    from ol.grade.points import shown
 
     table = module.grading.points
     pitfalls = catalog_pitfalls(ctx.root, module)
@@ -301,37 +292,24 @@ def _starter(root: Path, module) -> dict[str, str]:
 
 
 class _Progress:
-    """A one-line bar on stderr: gradings done, and the time left estimated
-    from the mean time per grading so far."""
+    """Gradings done, and the time left estimated from the mean time per
+    grading so far: a bar on a terminal, a line per grading elsewhere."""
 
-    def __init__(self, total: int, kept: int, parallel: int, stream=sys.stderr, width: int = 30):
-        self.total, self.parallel, self.width = total, max(1, parallel), width
-        self.stream, self.count = stream, 0
-        self.started = time.monotonic()
-        self.active = hasattr(stream, "isatty") and stream.isatty()
+    def __init__(self, total: int, kept: int, stream=sys.stderr):
+        from ol.progress import Bar
+
+        self.bar, self.stream, self.started = Bar(total, stream), stream, time.monotonic()
         if kept:
             print(f"ol grade: {kept} submission(s) unchanged since they were graded: kept", file=stream)
 
-    def done(self, student: str, record: dict) -> None:
-        self.count += 1
-        left = self.total - self.count
-        eta = (time.monotonic() - self.started) / self.count * left
-        filled = int(self.width * self.count / max(self.total, 1))
-        if self.active:
-            self.stream.write(f"\r  grading [{'#' * filled}{'.' * (self.width - filled)}] {self.count}/{self.total} "
-                              f"submissions, about {_duration(eta)} left")
-            self.stream.flush()
-        else:
-            print(f"ol grade: {student} done ({self.count}/{self.total}, about {_duration(eta)} left)",
-                  file=self.stream)
+    def done(self, student: str) -> None:
+        from ol.progress import duration
+
+        left = self.bar.total - (self.bar.done + 1)
+        eta = duration((time.monotonic() - self.started) / (self.bar.done + 1) * left)
+        self.bar.advance(f"submissions, about {eta} left")
+        if not self.bar.active:
+            print(f"ol grade: {student} done ({self.bar.done}/{self.bar.total}, about {eta} left)", file=self.stream)
 
     def close(self) -> None:
-        if self.active and self.count:
-            self.stream.write("\r" + " " * (self.width + 60) + "\r")
-            self.stream.flush()
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{math.ceil(seconds)} s"
-    return f"{seconds / 60:.0f} min"
+        self.bar.close()

@@ -7,8 +7,9 @@ The zip holds what Gradescope's documented layout expects at its root:
                        22.04): `setup.sh [--root DIR]` (default /autograder; the
                        zip is unpacked in DIR/source).  Installs python3.11 from
                        Ubuntu's archive if there is none (22.04's python3 is 3.10;
-                       the kit needs 3.11, and the system python3 that Gradescope's
-                       own tools use is left alone), bubblewrap and a C compiler;
+                       the course needs 3.11, and the system python3 that
+                       Gradescope's own tools use is left alone), bubblewrap and
+                       a C compiler;
                        then DIR/venv holding exactly requirements.lock; then the
                        module's mutant set, built once; then what the runs' own
                        users may read where namespaces are refused (the venv,
@@ -18,18 +19,18 @@ The zip holds what Gradescope's documented layout expects at its root:
                        It finds everything from DIR, never from where it lies, and
                        writes DIR/results/results.json whatever happens: when
                        Python cannot start, or is too old, the file says so
-    run_autograder.py  the Python side: kit/python's ol.grade.gradescope
+    run_autograder.py  the Python side: checkout/python's ol.class_grading.gradescope
     requirements.lock  every package a grade needs, at the version installed where
-                       the bundle was built (ol.grade.pins)
+                       the bundle was built (ol.class_grading.pins)
     autograder.json    the module, the points per part, the feedback level
-    kit/               the course kit (no student's work)
+    checkout/          the instructor's checkout of the course (no student's work)
 
 results.json (Gradescope's specification): "score" (the sum of the parts,
-ol.grade.points), "output" (the top line: the verdict, the points and why it
+ol.class_grading.points), "output" (the top line: the verdict, the points and why it
 is not a pass), and "tests": the course tests, the mutation grade and the
 pitfalls, whose maximums always add up to the catalog's total, then one
 entry per pitfall, "Misconception: ... (caught / not caught)", with a status
-and no points.  What the outputs hold follows --feedback (ol.grade.feedback),
+and no points.  What the outputs hold follows --feedback (ol.class_grading.feedback),
 as in `ol grade`.  The output's last line, and extra_data.confinement, name
 how every run of the student's code was confined (confine.choose_mode: with
 bubblewrap, or where Docker refuses namespaces, as a user of its own per run).
@@ -56,14 +57,14 @@ SETUP_SH = """\
 # Gradescope runs this once, as root, when it builds the autograder's image:
 #     setup.sh [--root DIR]      (default /autograder; this bundle is unpacked in DIR/source)
 # 1. python3.11 from Ubuntu's archive when there is none (Ubuntu 22.04's python3 is
-#    3.10; the kit needs 3.11; the system python3, which Gradescope's tools use, stays),
+#    3.10; the checkout needs 3.11; the system python3, which Gradescope's tools use, stays),
 #    bubblewrap (every run of a student's code is confined in it) and a C compiler;
 # 2. DIR/venv holding exactly source/requirements.lock: no resolution, no build, nothing
 #    newer when PyPI changes; pip check proves the lock complete;
-# 3. the module's mutant set, built once (it depends on the kit alone);
+# 3. the module's mutant set, built once (it depends on the checkout alone);
 # 4. where Docker refuses namespaces (its default seccomp profile), each run of a
 #    student's code is an unprivileged user of its own: it may read the venv, and
-#    never DIR/source (the kit and its answers) nor DIR/results (Landlock refuses
+#    never DIR/source (the checkout and its answers) nor DIR/results (Landlock refuses
 #    them as well; this is the second fence).
 set -euo pipefail
 root=/autograder
@@ -115,7 +116,7 @@ exit 0
 """
 
 RUN_AUTOGRADER_PY = """\
-# The autograder's entry point: kit/python's ol.grade.gradescope.autograder_main.
+# The autograder's entry point: checkout/python's ol.class_grading.gradescope.autograder_main.
 # Written for any Python 3, so that the wrong Python still leaves a results.json saying so.
 import json
 import os
@@ -136,9 +137,9 @@ def fail(message):
 if sys.version_info < (3, 11):
     fail("it runs on Python %s, and needs 3.11 or newer (setup.sh installs python3.11)." % sys.version.split()[0])
     sys.exit(0)
-sys.path.insert(0, os.path.join(here, "kit", "python"))
+sys.path.insert(0, os.path.join(here, "checkout", "python"))
 try:
-    from ol.grade.gradescope import autograder_main
+    from ol.class_grading.gradescope import autograder_main
 except BaseException:
     fail("it cannot load its grader: " + traceback.format_exc()[-2000:])
     sys.exit(0)
@@ -150,9 +151,9 @@ sys.exit(autograder_main(sys.argv[1:]))
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from ol.grade.feedback import DEFAULT_LEVEL, LEVELS
+    from ol.class_grading.feedback import DEFAULT_LEVEL, LEVELS
 
-    parser.description = ("Instructor: build a Gradescope autograder (setup.sh, run_autograder, the kit and "
+    parser.description = ("Instructor: build a Gradescope autograder (setup.sh, run_autograder, the checkout and "
                           "the exact versions of every package it grades with) that grades one module's "
                           "submissions as ol grade does.")
     parser.add_argument("module", metavar="MODULE", help="a graded module id, e.g. L7.3")
@@ -169,9 +170,7 @@ def run(args: argparse.Namespace, ctx) -> int:
 
     try:
         module = ctx.module(args.module)
-        if module.grading is None:
-            raise OlError(f"{module.id} has no graded tests: an autograder grades "
-                          f"{', '.join(m.id for m in ctx.catalog.modules if m.grading)}")
+        ctx.catalog.graded(module.id, "an autograder")
         path = build_bundle(ctx.root, module.id, args.out, allow_unconfined=args.allow_unconfined,
                             feedback=args.feedback)
     except (OlError, OSError) as error:
@@ -185,8 +184,8 @@ def run(args: argparse.Namespace, ctx) -> int:
 def build_bundle(root: Path, module_id: str, out: Path, *, allow_unconfined: bool = False,
                  feedback: str = "full") -> Path:
     from ol.catalog import load_catalog
-    from ol.grade.kit import kit_files
-    from ol.grade.pins import lock_file
+    from ol.class_grading.checkout import checkout_files
+    from ol.class_grading.pins import lock_file
 
     module = load_catalog(root).get(module_id)
     config = {"module": module.id, "points": module.grading.points, "allow_unconfined": allow_unconfined,
@@ -202,8 +201,8 @@ def build_bundle(root: Path, module_id: str, out: Path, *, allow_unconfined: boo
             info.external_attr = (0o755 if name in ("setup.sh", "run_autograder") else 0o644) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             bundle.writestr(info, text)
-        for name in kit_files(root):
-            info = zipfile.ZipInfo(f"kit/{name}", date_time=(2026, 1, 1, 0, 0, 0))
+        for name in checkout_files(root):
+            info = zipfile.ZipInfo(f"checkout/{name}", date_time=(2026, 1, 1, 0, 0, 0))
             info.external_attr = ((root / name).stat().st_mode & 0o777) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             bundle.writestr(info, (root / name).read_bytes())
@@ -220,8 +219,8 @@ def autograder_main(argv: list[str]) -> int:
     parser.add_argument("--root", type=Path, default=Path("/autograder"))
     parser.add_argument("--prepare", action="store_true")
     args = parser.parse_args(argv)
-    source = Path(__file__).resolve().parents[4]             # <source>/kit/python/ol/grade/gradescope.py
-    kit = source / "kit"
+    source = Path(__file__).resolve().parents[4]             # <source>/checkout/python/ol/class_grading/gradescope.py
+    checkout = source / "checkout"
     results = args.root / "results" / "results.json"
     started = time.monotonic()
     config: dict = {}
@@ -230,9 +229,9 @@ def autograder_main(argv: list[str]) -> int:
         if args.prepare:
             from ol.grading.session import GradingSession
 
-            GradingSession(kit, config["module"])
+            GradingSession(checkout, config["module"])
             return OK
-        data = grade_submission(kit, config, args.root / "submission")
+        data = grade_submission(checkout, config, args.root / "submission")
     except BaseException as error:  # an autograder must always leave results.json behind
         if args.prepare:
             raise
@@ -252,21 +251,22 @@ def crashed(table: dict | None, detail: str) -> dict:
     return {"score": 0.0, "output": output, "output_format": "md", "tests": tests}
 
 
-def grade_submission(kit: Path, config: dict, submission: Path) -> dict:
+def grade_submission(checkout: Path, config: dict, submission: Path) -> dict:
     """results.json's content for the files in `submission`, graded as ol grade grades them."""
     from ol.catalog import load_catalog
-    from ol.grade.kit import catalog_pitfalls
-    from ol.grade.one import base_record, grade_one, not_graded_record
-    from ol.grade.outcome import read_outcome
-    from ol.grade.precheck import Screening
-    from ol.grade.submissions import read_submission
+    from ol.class_grading.checkout import catalog_pitfalls
+    from ol.class_grading.one import base_record, grade_one, not_graded_record
+    from ol.class_grading.outcome import read_outcome
+    from ol.class_grading.precheck import Screening
+    from ol.class_grading.submissions import read_submission
     from ol.grading import confine
+    from ol.grading.check import refusing_unconfined
 
-    module = load_catalog(kit).get(config["module"])
+    module = load_catalog(checkout).get(config["module"])
     entry = read_submission(submission, module, student="submission")
     mode, why = confine.choose_mode()   # namespaces; in Docker's default profile, one user of its own per run
-    base, screening = base_record(module, entry, kit_key="gradescope", confinement=mode)
-    if screening.reason is None and mode == confine.UNCONFINED and not config.get("allow_unconfined"):
+    base, screening = base_record(module, entry, grading_key="gradescope", confinement=mode)
+    if screening.reason is None and refusing_unconfined(mode, bool(config.get("allow_unconfined"))):
         screening = Screening("the autograder cannot confine your tests here (neither bubblewrap nor one user "
                               "per run works), so it does not grade them; tell your instructor", [why])
     if screening.reason is not None:
@@ -274,11 +274,11 @@ def grade_submission(kit: Path, config: dict, submission: Path) -> dict:
     else:
         with tempfile.TemporaryDirectory(prefix="ol-autograder-") as scratch:
             cache = sorted((Path.home() / ".cache" / "tinyllm-ol").glob("*.json"))
-            record = {**grade_one(kit, module.id, entry.files, workdir=Path(scratch) / "work",
-                                  workers=(os.cpu_count() or 1) + 1, confinement=mode, mutant_cache=cache), **base}
-    if record.get("error"):     # Gradescope shows the autograder's stdout to instructors only
-        print(f"ol: the grader failed on this submission (not the student's work): {record['error']}")
-    outcome = read_outcome(record, config["points"], catalog_pitfalls(kit, module))
+            record = grade_one(checkout, module.id, entry.files, workdir=Path(scratch) / "work",
+                               workers=(os.cpu_count() or 1) + 1, confinement=mode, mutant_cache=cache).about(base)
+    if record.error:     # Gradescope shows the autograder's stdout to instructors only
+        print(f"ol: the grader failed on this submission (not the student's work): {record.error}")
+    outcome = read_outcome(record, config["points"], catalog_pitfalls(checkout, module))
     return results_json(outcome, config["points"], config.get("feedback", "full"))
 
 
@@ -296,8 +296,8 @@ _PART_TITLES = {"course_tests": "Course tests (your code against Hugging Face's 
 def results_json(outcome, table: dict[str, float], level: str) -> dict:
     """An Outcome as Gradescope's results.json: three parts whose maximums add
     up to the catalog's total, then one line per misconception."""
-    from ol.grade.feedback import ROUNDING, part_lines, pitfall_title, survivors_by_function, top_line
-    from ol.grade.outcome import NOT_GRADED
+    from ol.class_grading.feedback import ROUNDING, part_lines, pitfall_title, survivors_by_function, top_line
+    from ol.class_grading.outcome import NOT_GRADED
 
     lines = {part: what for part, what, _ in part_lines(outcome, table)}
     said = level != "none"

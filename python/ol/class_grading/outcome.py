@@ -1,25 +1,17 @@
 """One graded submission as the class's reports read it: the only place in
-ol.grade that reads the fields of a check's `--json` record
-(ol.grading.check.CheckResult, ol.grading.report.JSON_FIELDS).
+ol.class_grading that reads a check's result (ol.class_grading.one.GradeRecord, whose
+`result` is ol.grading.check.CheckResult: attributes, never JSON keys).
 
     outcome = read_outcome(record, module_points, catalog_pitfalls)
     outcome.status      PASSED, NOT_PASSED or NOT_GRADED
     outcome.reason      why it is not a pass, in one line of the student's words ("" when passed)
     outcome.details     lines that explain the reason (the course tests' first failure, ...)
-    outcome.points      ol.grade.points.Points (the same rule for grades.csv and Gradescope)
+    outcome.points      ol.class_grading.points.Points (the same rule for grades.csv and Gradescope)
     check_result(outcome)           the record as a CheckResult, for ol.grading.html_report
 
-A record is the check's --json as it is, plus what ol.grade adds (written by
-ol.grade.one and ol.grade.cli):
-
-    student, source, digest   who, from which entry, what was graded
-    names                     checkout path -> the file's name in the submission
-    ignored                   names in the submission that were not taken
-    submitted                 the entry's own time (seconds since the epoch) or null
-    not_graded                {"reason", "details"} when the check was not run (ol.grade.precheck)
-    unparsable                test files that do not parse: [{"file", "problem"}]
-    no_tests                  what to say when no test file was taken (ol.grade.precheck)
-    error                     a fault of the grader (not the student's): why, for the instructor
+A record (ol.class_grading.one.GradeRecord) is the check's result, plus what
+ol.class_grading adds: who, from which entry, the files' names, what was not taken,
+when, why it was not graded, a fault of the grader.
 
 Every text shown to a student goes through `in_student_words`: a checkout
 path becomes the name the student gave the file, and no path of the grader's
@@ -29,10 +21,15 @@ machine is left.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
-from ol.grade.points import Points, points, shown
+from ol.class_grading.points import Points, points, shown
+
+if TYPE_CHECKING:
+    from ol.class_grading.one import GradeRecord
+    from ol.grading.check import CheckResult
 
 PASSED, NOT_PASSED, NOT_GRADED = "passed", "not passed", "not graded"
 FIRST_FAILURE_LINES = 12      # lines of the course tests' first failure kept
@@ -77,7 +74,7 @@ class Outcome:
     seconds: float
     error: str                               # a fault of the grader, for the instructor ("" when none)
     confinement: str
-    record: dict = field(default_factory=dict, compare=False, repr=False)   # what it was read from
+    record: GradeRecord | None = field(default=None, compare=False, repr=False)   # what it was read from
 
     @property
     def graded(self) -> bool:
@@ -88,56 +85,58 @@ class Outcome:
         return [p.id for p in self.pitfalls if p.caught is False]
 
 
-def read_outcome(record: dict, table: dict[str, float], catalog_pitfalls: list[dict]) -> Outcome:
+def read_outcome(record: GradeRecord, table: dict[str, float], catalog_pitfalls: list[dict]) -> Outcome:
     """The record as an Outcome.  table: the module's points per part;
     catalog_pitfalls: [{"id", "misconception", "symptom"}] from the catalog,
     so that a submission the check stopped early still lists every pitfall."""
-    names = record.get("names") or {}
-    course = record.get("course_tests") or None
+    names, result = record.names, record.result
+    course = result.course_tests if result is not None else None
     course_pair = (int(course["passed"]), int(course["total"])) if course and course.get("total") else None
-    not_graded = record.get("not_graded")
-    error = record.get("error") or ""
-    graded = not not_graded and not error and record.get("score") is not None
-    killed, counted = int(record.get("killed") or 0), int(record.get("counted") or 0)
+    error = record.error or ""
+    graded = not record.not_graded and not error and result is not None and result.score is not None
+    killed, counted = (int(result.killed), int(result.counted)) if result is not None else (0, 0)
     score = Fraction(killed, counted) if graded and counted else (Fraction(1) if graded else None)
-    by_id = {p["id"]: p for p in record.get("pitfalls") or []}
+    by_id = {p.id: p for p in result.pitfalls} if result is not None else {}
+    listed = catalog_pitfalls or [{"id": p.id, "misconception": p.misconception, "symptom": p.symptom}
+                                  for p in by_id.values()]
     pitfalls = tuple(PitfallLine(p["id"], p["misconception"], p["symptom"],
-                                 bool(by_id[p["id"]]["killed"]) if graded and p["id"] in by_id else None)
-                     for p in (catalog_pitfalls or list(by_id.values())))
+                                 bool(by_id[p["id"]].killed) if graded and p["id"] in by_id else None)
+                     for p in listed)
     caught = sum(1 for p in pitfalls if p.caught)
-    status = NOT_GRADED if not graded else PASSED if record.get("passed") else NOT_PASSED
-    threshold = float(record.get("threshold") or 0.0)
-    floors = tuple(dict(f) for f in record.get("floors") or []) if graded else ()
+    status = NOT_GRADED if not graded else PASSED if result.passed else NOT_PASSED
+    threshold = float(result.threshold or 0.0) if result is not None else 0.0
+    floors = tuple(dict(f) for f in result.floors) if graded else ()
     rejected = tuple({**entry, "test": in_student_words(str(entry.get("test", "")), names),
                       "failure": in_student_words(str(entry.get("failure") or ""), names)}
-                     for entry in record.get("rejected") or [])
+                     for entry in (result.rejected if result is not None else ()))
     if status == NOT_GRADED:
-        reason, details = _not_graded(record, names, error)
+        reason, details = _not_graded(record, rejected, error)
     elif status == NOT_PASSED:
         reason, details = _not_passed(score, threshold, pitfalls, floors), ()
     else:
         reason, details = "", ()
     return Outcome(
-        student=record["student"], source=record.get("source") or record["student"],
-        module=record.get("module", ""), status=status, reason=in_student_words(reason, names),
+        student=record.student, source=record.source or record.student,
+        module=record.module or (result.module if result is not None else ""), status=status,
+        reason=in_student_words(reason, names),
         details=tuple(in_student_words(line, names) for line in details),
         points=points(table, course=course_pair, score=score, pitfalls=(caught, len(pitfalls)) if graded else None),
         score=score, killed=killed if graded else 0, counted=counted if graded else 0, threshold=threshold,
         course=course_pair, pitfalls=pitfalls,
-        survivors=tuple(SurvivorLine(s["id"], s["function"], s["diff"]) for s in record.get("survivors") or [])
-        if graded else (),
-        suite_output=in_student_words(record.get("output") or "", names) if _rejected(record) else "",
+        survivors=tuple(SurvivorLine(s.id, s.function, s.diff) for s in result.survivors) if graded else (),
+        suite_output=in_student_words(result.output, names) if result is not None and _rejected(result) else "",
         floors=floors, rejected=rejected,
-        ignored=tuple(record.get("ignored") or ()), submitted=record.get("submitted"),
-        seconds=float(record.get("seconds") or 0.0), error=error.replace("\n", " "),
-        confinement=record.get("confinement") or "", record=record,
+        ignored=tuple(record.ignored), submitted=record.submitted,
+        seconds=float(record.seconds or 0.0), error=error.replace("\n", " "),
+        confinement=record.confinement or "", record=record,
     )
 
 
 def in_student_words(text: str, names: dict[str, str]) -> str:
     """`text` with every checkout path named as the student named the file,
-    and no absolute path of a kit copy (…/kit/python/... becomes python/...)."""
-    text = re.sub(r"(?:/[^\s/:'\"()\[\]]+)*/kit/", "", text)
+    and no absolute path of a checkout's copy (…/checkout/python/... becomes
+    python/...) or of the sandbox's files (/kit/python/..., ol.grading.confine)."""
+    text = re.sub(r"(?:/[^\s/:'\"()\[\]]+)*/(?:checkout|kit)/", "", text)
     for path in sorted(names, key=len, reverse=True):
         text = text.replace(path, names[path])
     return text
@@ -156,43 +155,43 @@ def _not_passed(score: Fraction, threshold: float, pitfalls: tuple[PitfallLine, 
     return "; ".join(parts) or "not passed"
 
 
-def _rejected(record: dict) -> bool:
-    return (record.get("reason") or "").startswith("your tests fail on a correct implementation")
+def _rejected(result: CheckResult) -> bool:
+    return (result.reason or "").startswith("your tests fail on a correct implementation")
 
 
-def _not_graded(record: dict, names: dict[str, str], error: str) -> tuple[str, tuple[str, ...]]:
-    """Why the check gave no score, from what it recorded."""
-    if record.get("not_graded"):
-        entry = record["not_graded"]
+def _not_graded(record: GradeRecord, rejected: tuple[dict, ...], error: str) -> tuple[str, tuple[str, ...]]:
+    """Why the check gave no score, from what it recorded (`rejected`: the
+    result's rejected tests, already in the student's words)."""
+    if record.not_graded:
+        entry = record.not_graded
         return entry["reason"], tuple(entry.get("details") or ())
-    if error:
+    if error or record.result is None:
         return ("the grader could not grade this submission (a fault of the grader, not of your work); "
                 "your instructor has the details"), ()
-    reason = record.get("reason") or "not graded"
-    problems = [str(p) for p in record.get("problems") or []]
-    module = record.get("module", "")
+    result = record.result
+    reason = result.reason or "not graded"
+    problems = [str(p) for p in result.problems]
+    module = record.module or result.module
     if reason.startswith("course tests fail on your code"):
-        return _course_failure(record, problems, module)
+        return _course_failure(result, problems, module)
     if reason.startswith("your tests do things graded tests may not"):
-        unparsable = record.get("unparsable") or []
+        unparsable = record.unparsable
         if unparsable:
             first = unparsable[0]
             return (f"your test file does not parse: {first['file']} {first['problem']}",
                     tuple(f"{u['file']} {u['problem']}" for u in unparsable))
         return (f"your tests do things graded tests may not, so they were not run: {_location(problems[0])}"
                 if problems else reason), tuple(_location(p) for p in problems)
-    if _rejected(record) and record.get("rejected"):
-        return _rejected_tests(reason, [{**e, "test": in_student_words(str(e.get("test", "")), names),
-                                         "failure": in_student_words(str(e.get("failure") or ""), names)}
-                                        for e in record["rejected"]], problems)
-    if _rejected(record):
+    if _rejected(result) and rejected:
+        return _rejected_tests(reason, list(rejected), problems)
+    if _rejected(result):
         lines = tuple(_location(p.removeprefix("your test rejects a correct implementation: ")) for p in problems)
         tests = list(dict.fromkeys(m.rstrip("):,") for p in problems for m in re.findall(r"[\w./-]+\.py::[^\s)]+", p)))
         limit = next((m.group(1) for p in problems for m in [_time_limit_said(p)] if m), None)
         said = reason.replace("fail", "time out", 1) + f" ({float(limit):g} s)" if limit else reason
         return (f"{said}: {', '.join(tests[:3])}" if tests else said), lines
-    if record.get("no_tests") and (reason.startswith("no test folder") or "found no tests" in " ".join(problems)):
-        return record["no_tests"], ()
+    if record.no_tests and (reason.startswith("no test folder") or "found no tests" in " ".join(problems)):
+        return record.no_tests, ()
     first = " ".join(problems[:2]) if problems and problems[0].endswith(":") else (problems[0] if problems else "")
     return (f"{reason}: {first}" if first else reason), tuple(problems)
 
@@ -247,10 +246,9 @@ def _location(problem: str) -> str:
     return re.sub(r"^(\S+\.py):(\d+): ", r"\1 line \2: ", problem)
 
 
-def _course_failure(record: dict, failed: list[str], module: str) -> tuple[str, tuple[str, ...]]:
-    course = record.get("course_tests") or {}
-    total = course.get("total") or 0
-    lines = first_failure(record.get("output") or "")
+def _course_failure(result: CheckResult, failed: list[str], module: str) -> tuple[str, tuple[str, ...]]:
+    total = result.course_tests.get("total") or 0
+    lines = first_failure(result.output or "")
     head = f"course tests fail on your code: {len(failed)} of {total} fail" if total else \
         "course tests fail on your code"
     if not lines:      # no report: they took too long, or pytest did not run
@@ -290,7 +288,7 @@ def check_result(outcome: Outcome):
     from ol.grading.check import CheckResult, PitfallOutcome, Survivor
 
     record = outcome.record
-    names = record.get("names") or {}
+    names = record.names
     words = lambda text: in_student_words(text, names) if text else text   # noqa: E731
     result = CheckResult(module=outcome.module, threshold=outcome.threshold,
                          reason=outcome.reason if not outcome.graded else None,
@@ -302,12 +300,13 @@ def check_result(outcome: Outcome):
     result.floors = [dict(floor) for floor in outcome.floors]
     result.passed, result.score = outcome.status == PASSED, float(outcome.score)
     result.killed, result.counted = outcome.killed, outcome.counted
-    tests = {p["id"]: tuple(words(t) for t in p.get("tests") or ()) for p in record.get("pitfalls") or []}
+    checked = record.result
+    tests = {p.id: tuple(words(t) for t in p.tests) for p in checked.pitfalls}
     result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(p.caught), tests.get(p.id, ()))
                        for p in outcome.pitfalls]
     result.survivors = [Survivor(s.id, s.function, s.diff) for s in outcome.survivors]
-    result.excluded = dict(record.get("excluded") or {})
-    result.course_tests = dict(record.get("course_tests") or {})
-    result.killed_by = {key: words(test) for key, test in (record.get("killed_by") or {}).items()}
-    result.mutants = [{**m, "killed_by": words(m.get("killed_by"))} for m in record.get("mutants") or []]
+    result.excluded = dict(checked.excluded)
+    result.course_tests = dict(checked.course_tests)
+    result.killed_by = {key: words(test) for key, test in checked.killed_by.items()}
+    result.mutants = [replace(m, killed_by=words(m.killed_by)) for m in checked.mutants]
     return result

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 from pathlib import Path
 
+from ol.arguments import MAX_TIME_LIMIT, html_file, module_args, positive_int, seconds, whole_number
 from ol.errors import OlError
 from ol.exits import ERROR, NOT_PASSED, OK
 
-MAX_TIME_LIMIT = 3600.0
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from ol.grading.check import DEFAULT_TIME_LIMIT
+
     parser.description = (
         "Run the module's course tests on your code, then grade your own tests "
         "(python/tests/<module>/) by mutation: they must pass on correct implementations and "
@@ -22,26 +22,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "catching every pitfall. Exit 0 passed, 1 not passed, 2 the check could not run "
         "(a usage error, or a fault of the grader: no score is given)."
     )
-    parser.add_argument("module", metavar="MODULE", help="a graded module id, e.g. L7.3")
-    parser.add_argument("--ref-deps", action="store_true",
-                        help="run the course tests with the module's needs taken from the reference")
+    module_args(parser, "for the course tests: only your code for the module itself is tested")
     parser.add_argument("--tests", type=Path, metavar="DIR", default=None,
                         help="grade the tests in DIR instead of your own test folder")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object on stdout")
-    parser.add_argument("--html", nargs="?", const="", default=None, type=_html_file, metavar="PATH",
+    parser.add_argument("--html", nargs="?", const="", default=None, type=html_file, metavar="PATH",
                         help="also write the report as one self-contained web page: the score, the pitfalls, "
                              "and the graded source with every mutant on its line (default PATH: "
                              ".ol/reports/MODULE-check.html; an existing file is replaced only if ol wrote it)")
-    parser.add_argument("--jobs", type=_positive_int, default=(os.cpu_count() or 1) + 1, metavar="N",
+    parser.add_argument("--jobs", type=positive_int, default=(os.cpu_count() or 1) + 1, metavar="N",
                         help="runs N at a time (default: one more than the cores: a run's tests wait on "
                              "the code under test in another process part of the time)")
-    parser.add_argument("--time-limit", type=_time_limit, default=60.0, metavar="SECONDS",
+    parser.add_argument("--time-limit", type=seconds, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
                         help="processor time the course tests, or your suite on a correct implementation, may "
-                             f"take (default 60, at most {MAX_TIME_LIMIT:.0f}; a run that waits rather than "
+                             f"take (default {DEFAULT_TIME_LIMIT:.0f}, at most {MAX_TIME_LIMIT:.0f}; a run that waits rather than "
                              "computes is stopped at 3 times that on the clock)")
     parser.add_argument("--memory-limit", type=_memory_limit, default=2048, metavar="MIB",
                         help="memory each run may use, all its processes together (default 2048 MiB)")
-    parser.add_argument("--max-survivors", type=_positive_int, default=3, metavar="N",
+    parser.add_argument("--max-survivors", type=positive_int, default=3, metavar="N",
                         help="surviving mutants shown with their diff, per function (default 3)")
     parser.add_argument("--all", action="store_true", help="show every surviving mutant's diff")
     parser.add_argument("--fresh", action="store_true",
@@ -63,36 +61,39 @@ def run(args: argparse.Namespace, ctx) -> int:
     from ol.grading import confine
 
     confine.pin_blas_threads()   # before numpy loads
-    from ol.grading.check import check_module
+    from ol.grading.check import CheckRequest, check_module
     from ol.grading.html_report import report_path
-    from ol.grading.report import ProgressBar, to_json, to_text
+    from ol.grading.report import to_json, to_text
     from ol.state import CHECKED
     from ol.student_kit import released
 
     try:
         module = ctx.module(args.module)
         html = None if args.html is None else report_path(Path(args.html) if args.html else None, ctx.root, module.id)
-        mode, why = confine.choose_mode(args.confinement)
-        if mode == confine.UNCONFINED and (args.require_confinement or args.confinement != "auto"):
-            raise OlError(f"refusing to grade unconfined: {why}")
-        if mode == confine.UNCONFINED and not args.json:
-            ctx.warn(f"this check runs unconfined ({why}): it is feedback only; "
-                     "the instructor's grade is computed confined")
-        progress = ProgressBar(total=0, stream=ctx.err)
+        request = CheckRequest(tests=args.tests, ref_deps=args.ref_deps, isolated=args.isolated,
+                               require_confinement=args.require_confinement, confinement=args.confinement,
+                               fresh=args.fresh, workers=args.jobs, time_limit=args.time_limit,
+                               memory_limit=args.memory_limit)
+        progress = _Progress(ctx.err)
+
+        def on_event(event: dict) -> None:
+            if event.get("event") == "unconfined" and not args.json:
+                ctx.warn(f"this check runs unconfined ({event['why']}): it is feedback only; "
+                         "the instructor's grade is computed confined")
+            progress(event)
+
         try:
-            sharing = "isolated" if args.isolated or mode != confine.CONFINED or args.require_confinement else "shared"
-            cache = None if sharing == "isolated" or args.fresh else ctx.root / ".ol" / "verdicts" / f"{module.id}.json"
             checker = check_module
             if released(ctx.root, module.id):   # a student kit: graded against your own code (ol.grading.local)
                 from ol.grading.local import check_in_kit as checker
-            result = checker(ctx.root, module.id, tests=args.tests, ref_deps=args.ref_deps, workers=args.jobs,
-                             time_limit=args.time_limit, on_event=progress, mode=mode, sharing=sharing,
-                             verdict_cache=cache, limits=confine.Limits(memory=args.memory_limit << 20))
+            result = checker(ctx.root, module.id, request, on_event=on_event)
         finally:
             progress.close()
     except OlError as error:
         if args.json:
-            print(json.dumps({"module": args.module, "passed": False, "score": None, "error": str(error)}), file=ctx.out)
+            from ol.grading.check import not_run_json
+
+            print(json.dumps(not_run_json(args.module, str(error))), file=ctx.out)
         else:
             print(f"ol check: {error}", file=ctx.err)
         return ERROR if error.exit_code == 2 else NOT_PASSED
@@ -123,39 +124,24 @@ def _write_html(ctx, module, result, path: Path, stream) -> None:
     print(f"The report as a web page: {path.as_uri()}", file=stream)
 
 
-def _html_file(text: str) -> str:
-    """--html's PATH: empty (the default place) or a name ending in .html."""
-    if text and not text.lower().endswith((".html", ".htm")):
-        raise argparse.ArgumentTypeError(f"expected a file name ending in .html, got {text!r} "
-                                         "(--html alone, after MODULE, writes .ol/reports/MODULE-check.html)")
-    return text
+class _Progress:
+    """on_event for check_module: the bar counts verdicts against the plan's runs."""
 
+    def __init__(self, stream):
+        from ol.progress import Bar
 
-def _positive_int(text: str) -> int:
-    return _whole_number(text, 1, "a whole number >= 1", "")
+        self.bar, self.killed = Bar(total=1, stream=stream), 0
+
+    def __call__(self, event: dict) -> None:
+        if event.get("event") == "plan":
+            self.bar.total = max(event["runs"], 1)
+        elif event.get("event") == "verdict":
+            self.killed += event.get("status") in ("failed", "timeout", "crashed")
+            self.bar.advance(f"runs, {self.killed} caught")
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 def _memory_limit(text: str) -> int:
-    return _whole_number(text, 256, "a whole number of MiB", "at least 256 MiB (a run imports numpy and pytest)")
-
-
-def _whole_number(text: str, least: int, kind: str, least_said: str) -> int:
-    """An argument that must be a whole number of at least `least`."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {kind}, got {text!r}") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"expected {least_said or kind}, got {text}")
-    return value
-
-
-def _time_limit(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not (math.isfinite(value) and 0 < value <= MAX_TIME_LIMIT):
-        raise argparse.ArgumentTypeError(
-            f"expected a number of seconds above 0 and at most {MAX_TIME_LIMIT:.0f}, got {text}")
-    return value
+    return whole_number(text, 256, "a whole number of MiB", "at least 256 MiB (a run imports numpy and pytest)")

@@ -1,4 +1,4 @@
-"""The exact versions a grade depends on: every package the kit needs to grade
+"""The exact versions a grade depends on: every package the checkout needs to grade
 (its dependencies and the `dev` extra, and all they need in turn), at the
 version installed in the environment that builds the autograder, where the
 instructor runs `ol verify`.
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ol.errors import OlError
 
-EXTRAS = ("dev",)      # the kit's extras a grade needs (pyproject.toml)
+EXTRAS = ("dev",)      # the checkout's extras a grade needs (pyproject.toml)
 
 
 class LockError(OlError):

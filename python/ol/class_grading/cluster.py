@@ -1,10 +1,10 @@
 """`ol grade --ray ADDRESS`: each submission a task on an existing Ray cluster.
 
 Ray (the `cluster` extra, pinned) does the scheduling; this file only says
-what one task is.  The kit travels in the job's runtime environment: a clean
-copy of the kit (no student's work) and the module's mutant cache as the
+what one task is.  The checkout travels in the job's runtime environment: a
+clean copy of it (no student's work) and the module's mutant cache as the
 working_dir, and the `ol` package as a py_module.  A task runs the very
-function the local grader runs (ol.grade.one.grade_one) in a private folder
+function the local grader runs (ol.class_grading.one.grade_one) in a private folder
 of the worker, so a grade is the same on Ray as on this machine.  The
 workers need the same Python packages as this machine (numpy, pytest,
 hypothesis, mutmut) and bubblewrap.
@@ -17,8 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ol.errors import OlError
+from ol.class_grading.one import GradeRecord
 
-KIT, CACHE = "kit", "mutant-cache"
+CHECKOUT, CACHE = "checkout", "mutant-cache"
 
 
 class RayUnavailable(OlError):
@@ -26,25 +27,25 @@ class RayUnavailable(OlError):
 
 
 def grade_task(module_id: str, student: str, files: dict[str, bytes], workers: int, time_limit: float,
-               confinement: str) -> dict:
-    """One submission, on a Ray worker whose working directory holds the kit."""
-    from ol.grade.one import grade_one
+               confinement: str) -> GradeRecord:
+    """One submission, on a Ray worker whose working directory holds the checkout."""
+    from ol.class_grading.one import grade_one
 
     here = Path.cwd()
     with tempfile.TemporaryDirectory(prefix="ol-grade-") as scratch:
-        record = grade_one(here / KIT, module_id, files, workdir=Path(scratch) / "work", workers=workers,
+        record = grade_one(here / CHECKOUT, module_id, files, workdir=Path(scratch) / "work", workers=workers,
                            time_limit=time_limit, mutant_cache=sorted((here / CACHE).glob("mutants-*.json")),
                            confinement=confinement)
-    record["student"] = student
+    record.student = student   # the job's key (ol.class_grading.grade_cli groups the same files)
     return record
 
 
 def grade_on_ray(address: str, staging: Path, ol_package: Path, module_id: str, jobs: list[tuple[str, dict]], *,
                  workers: int, time_limit: float, confinement: str,
-                 on_done: Callable[[dict], None]) -> None:
+                 on_done: Callable[[GradeRecord], None]) -> None:
     """Run every (student, files) job as a task; call on_done(record) as each ends.
 
-    staging holds KIT and CACHE: it becomes the job's working_dir."""
+    staging holds CHECKOUT and CACHE: it becomes the job's working_dir."""
     try:
         import ray
     except ImportError:
@@ -70,8 +71,8 @@ def grade_on_ray(address: str, staging: Path, ol_package: Path, module_id: str, 
                 try:
                     record = ray.get(ref)
                 except Exception as error:  # noqa: BLE001 (the task's failure is this student's row)
-                    record = {"student": student, "passed": False, "score": None,
-                              "error": f"the Ray task failed: {type(error).__name__}: {str(error)[-1000:]}"}
+                    record = GradeRecord(student=student, error=f"the Ray task failed: {type(error).__name__}: "
+                                                                f"{str(error)[-1000:]}")
                 on_done(record)
     finally:
         ray.shutdown()

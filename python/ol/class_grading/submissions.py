@@ -18,7 +18,7 @@ folder named like the test folder (l7-3-rope/) or tests/; another .py file
 at the root is taken as a helper only when a test imports it.  Everything else
 is listed as ignored.
 
-Each entry is read by ol.grade.archives, which refuses what cannot be taken
+Each entry is read by ol.class_grading.archives, which refuses what cannot be taken
 safely; a refusal, or any other failure to read, is that student's alone
 (`refused`), never the class's.
 
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ol.catalog import STUDENT_TREE, Module
-from ol.grade.archives import Refused, no_file_is_a_folder, read_entry, shown
+from ol.class_grading.archives import Refused, no_file_is_a_folder, read_entry, shown
 from ol.grading.test_folder import SKIPPED_FOLDERS, is_test_file
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")

@@ -1,10 +1,10 @@
-"""The kit: the files of the course an instructor grades with, without any
-student's work.
+"""The instructor's checkout: the files of the course an instructor grades
+with, without any student's work.
 
-    files = kit_files(root)       # paths relative to root
-    copy_kit(root, dest)          # a private copy, e.g. per submission
+    files = checkout_files(root)       # paths relative to root
+    copy_checkout(root, dest)          # a private copy, e.g. per submission
 
-In a git checkout the kit is what git tracks, plus course files not yet
+In a git repository the checkout is what git tracks, plus course files not yet
 committed, minus any untracked file under python/ (a student's own work in the
 instructor's checkout).  Outside git (an unpacked Gradescope bundle) it is
 every file but caches and state.
@@ -20,7 +20,7 @@ from pathlib import Path
 IGNORED_PARTS = {".git", ".ol", "__pycache__", ".pytest_cache", ".hypothesis", "build", ".benchmarks"}
 
 
-def kit_files(root: Path) -> list[str]:
+def checkout_files(root: Path) -> list[str]:
     root = Path(root)
     if (root / ".git").exists():
         try:
@@ -39,10 +39,10 @@ def kit_files(root: Path) -> list[str]:
                   and not p.name.endswith((".pyc", ".egg-info")))
 
 
-def copy_kit(root: Path, dest: Path, files: list[str] | None = None) -> Path:
-    """Copy the kit's files into dest (which must not exist yet)."""
+def copy_checkout(root: Path, dest: Path, files: list[str] | None = None) -> Path:
+    """Copy the checkout's files into dest (which must not exist yet)."""
     root, dest = Path(root), Path(dest)
-    for name in files if files is not None else kit_files(root):
+    for name in files if files is not None else checkout_files(root):
         target = dest / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / name, target)
@@ -53,12 +53,12 @@ GRADE_FILES = ("ol", "pyproject.toml", "setup.py")              # what a grade i
 GRADE_FOLDERS = ("python/", "course/", "fixtures/")             # and everything in these folders
 
 
-def kit_digest(root: Path) -> str:
-    """sha256 over the kit files a grade depends on (path and bytes): the
-    runner, the course and its fixtures; not the documentation, the kit's
+def checkout_digest(root: Path) -> str:
+    """sha256 over the checkout files a grade depends on (path and bytes): the
+    runner, the course and its fixtures; not the documentation, the checkout's
     own tests or its benchmarks, so editing those keeps a class's grades."""
     h = hashlib.sha256()
-    for name in (n for n in kit_files(root) if n in GRADE_FILES or n.startswith(GRADE_FOLDERS)):
+    for name in (n for n in checkout_files(root) if n in GRADE_FILES or n.startswith(GRADE_FOLDERS)):
         h.update(name.encode() + b"\0" + hashlib.sha256((Path(root) / name).read_bytes()).digest())
     return h.hexdigest()
 
