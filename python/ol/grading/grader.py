@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from ol.grading.confine import describe_exit
 from ol.grading.scheduler import WALL_FACTOR, Engine, Outcome, Run
-from ol.grading.protocol import RunRequest
+from ol.grading.protocol import RunRequest, merged_notes
 from ol.grading.session import GradingFault, GradingSession
 from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED
 from ol.grading.variants import Variant, describe
@@ -140,16 +140,16 @@ class Grader:
         for run_id, variant in runs.items():
             outcome = outcomes[run_id]
             self._check_implementation(variant, outcome)
-            report = _merged(outcome.notes)
-            if outcome.exit == EXIT_COLLECT and "problem" in report:
+            notes = merged_notes(outcome.notes)
+            if outcome.exit == EXIT_COLLECT and "problem" in notes:
                 raise SuiteProblem("your tests could not be run",
                                    ["your tests do not collect (an error while importing them):",
-                                    *report.get("detail", "").splitlines()])
-            if outcome.exit == EXIT_EMPTY and report.get("problem") == "empty":
+                                    *notes.get("detail", "").splitlines()])
+            if outcome.exit == EXIT_EMPTY and notes.get("problem") == "empty":
                 raise SuiteProblem("your tests could not be run", [
                     "pytest found no tests in your test folder: name files test_*.py and functions test_*"])
-            if variant.key == "reference" and "collected" in report:
-                self.collected = list(report["collected"])
+            if variant.key == "reference" and "collected" in notes:
+                self.collected = list(notes["collected"])
                 self.durations = _durations(outcome.notes)
             verdicts.append(self.verdict(variant.key, outcome, self.time_limit))
         self.reference_seconds = max(processor_seconds(outcomes[run_id]) for run_id in runs)
@@ -214,9 +214,9 @@ class Grader:
 
     @staticmethod
     def verdict(key: str, outcome: Outcome, limit: float) -> Verdict:
-        report = outcome.notes
-        failed = tuple(str(line["failed"]) for line in report if "failed" in line)[:MAX_REPORTED_FAILURES]
-        running = next((str(line["running"]) for line in reversed(report) if "running" in line), None)
+        notes = outcome.notes
+        failed = tuple(str(line["failed"]) for line in notes if "failed" in line)[:MAX_REPORTED_FAILURES]
+        running = next((str(line["running"]) for line in reversed(notes) if "running" in line), None)
         impl_out_of_time = (out_of_processor_time(outcome.impl_exit, outcome.impl_cpu_seconds, limit)
                             and outcome.exit != EXIT_PASSED)
         if outcome.timed_out or out_of_processor_time(outcome.exit, outcome.cpu_seconds, limit) or impl_out_of_time:
@@ -246,7 +246,7 @@ class Grader:
         if not variant.is_trusted:
             return
         if outcome.impl_exit == 128 + signal.SIGKILL and not outcome.impl_stopped:
-            said = _merged(outcome.impl_notes).get("internal", "")
+            said = merged_notes(outcome.impl_notes).get("internal", "")
             raise GradingFault(
                 f"the implementation process of {describe(variant.key)} ended on its own "
                 f"({describe_exit(outcome.impl_exit)}) during a run: an internal fault of the grader, not a verdict"
@@ -273,25 +273,16 @@ def out_of_processor_time(exit: int | None, cpu: float | None, limit: float) -> 
 
 
 def _course_run(outcome: Outcome, limit: float) -> CourseRun:
-    report = _merged(outcome.notes)
+    notes = merged_notes(outcome.notes)
     out_of_time = (outcome.timed_out or out_of_processor_time(outcome.exit, outcome.cpu_seconds, limit)
                    or (outcome.exit != 0 and out_of_processor_time(outcome.impl_exit, outcome.impl_cpu_seconds, limit)))
-    return CourseRun(ok=outcome.exit == 0, outcomes=report.get("outcomes", {}),
-                     output=report.get("output", ""), timed_out=out_of_time)
+    return CourseRun(ok=outcome.exit == 0, outcomes=notes.get("outcomes", {}),
+                     output=notes.get("output", ""), timed_out=out_of_time)
 
 
-def _durations(report: list[dict]) -> dict[str, float]:
+def _durations(notes: list[dict]) -> dict[str, float]:
     """Seconds per test, from the times a run said it started each one."""
-    marks = [(line["running"], line["at"]) for line in report if "running" in line and "at" in line]
-    ended = next((line["ended"] for line in reversed(report) if "ended" in line), None)
+    marks = [(line["running"], line["at"]) for line in notes if "running" in line and "at" in line]
+    ended = next((line["ended"] for line in reversed(notes) if "ended" in line), None)
     ends = [at for _, at in marks[1:]] + [ended if ended is not None else marks[-1][1] if marks else 0.0]
     return {test: max(0.0, end - start) for (test, start), end in zip(marks, ends)}
-
-
-def _merged(report: list[dict]) -> dict:
-    """A run's notes as one dict (later keys win)."""
-    merged: dict = {}
-    for line in report:
-        if isinstance(line, dict):
-            merged.update(line)
-    return merged

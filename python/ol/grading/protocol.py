@@ -3,7 +3,7 @@ here by functions that never raise on what a run wrote.
 
     observer ──run request──> warm process ──fork──> run
     observer <──"done" + notes── warm process <──notes── run
-    observer <──frames──> collector (the shared mode's collected suite)
+    observer <──frames──> collector (the shared check's collected suite)
 
 Three kinds of message:
 
@@ -54,9 +54,9 @@ class RunRequest:
     The implementation's side gets the variant (source, modules)."""
 
     # the tests' side
-    suite: str = ""                   # "student" or "course": which suite of the kit
+    suite: str = ""                   # "student" or "course": which suite of the sandbox's files
     task: str = "grade"               # "grade" (stop at the first failure unless all), "pytest"
-                                      # (pytest's own report), "collect" (the shared mode's collector)
+                                      # (pytest's own report), "collect" (the shared check's collector)
     all_tests: bool = False           # run every test even after a failure
     list_tests: bool = False          # report the collected test ids
     order: list[str] = field(default_factory=list)   # test ids to run first, in this order
@@ -140,6 +140,15 @@ def parse_notes(data: bytes | bytearray) -> list[dict]:
             lines.append(line)
     return lines
 
+
+
+def merged_notes(notes: list[dict]) -> dict:
+    """A run's parsed notes as one dict (later keys win)."""
+    merged: dict = {}
+    for line in notes:
+        if isinstance(line, dict):
+            merged.update(line)
+    return merged
 
 def parse_note_line(raw: bytes) -> dict | None:
     """One note line as a dict of its known fields, or None."""

@@ -4,7 +4,7 @@ failure, and the correct implementations it fails on.
 The first stage runs every test of the suite on the reference and on each
 alternate (ol.grading.grader); a test failing on any of them rejects the
 suite.  Then each correct implementation that rejected it runs the suite once
-more in pytest's report mode, which says, per failing test, what pytest's
+more in a pytest run of its own (task "pytest"), which says, per failing test, what pytest's
 short test summary says: the exception and its message, or the assertion
 with its values ("NameError: name 'foo' is not defined", "assert 0.5 == 1.0").
 
@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass, field
 
 from ol.grading.scheduler import Run
-from ol.grading.protocol import RunRequest
-from ol.grading.grader import FAILED, TIMEOUT, Verdict, _merged
+from ol.grading.protocol import RunRequest, merged_notes
+from ol.grading.grader import FAILED, TIMEOUT, Verdict
 from ol.grading.variants import describe
 
 REPORT_TAIL = 6000          # characters of pytest's report kept
@@ -49,8 +49,8 @@ def rejected_tests(grader, session, verdicts: list[Verdict]) -> Rejected:
     runs = {grader._id(): variants[v.key] for v in verdicts if v.status != TIMEOUT}   # a hang would hang again
     outcomes = grader.engine.run([Run(run_id, RunRequest(suite="student", task="pytest"), variant.request(),
                                       grader.time_limit) for run_id, variant in runs.items()])
-    reports = {variant.key: _merged(outcomes[run_id].notes) for run_id, variant in runs.items()}
-    reports.update({v.key: {} for v in verdicts if v.key not in reports})
+    notes = {variant.key: merged_notes(outcomes[run_id].notes) for run_id, variant in runs.items()}
+    notes.update({v.key: {} for v in verdicts if v.key not in notes})
     order = {test: n for n, test in enumerate(grader.collected)}
     found: dict[str, dict] = {}
     whole_run: list[Verdict] = []        # rejected with no single test to blame
@@ -58,7 +58,7 @@ def rejected_tests(grader, session, verdicts: list[Verdict]) -> Rejected:
         if not verdict.failed:
             whole_run.append(verdict)
             continue
-        said = reports[verdict.key].get("failures") or {}
+        said = notes[verdict.key].get("failures") or {}
         for test in verdict.failed:
             entry = found.setdefault(test, {"test": test, "status": verdict.status, "failure": "",
                                             "implementations": []})
@@ -71,7 +71,7 @@ def rejected_tests(grader, session, verdicts: list[Verdict]) -> Rejected:
     lines += [f"{PREFIX}(no single test: {v.detail}) {v.status} on {named(v.key, session)}" for v in whole_run]
     # the report on the implementation the first test names (the reports' heading says which)
     shown = [entries[0]["implementations"][0]] if entries else [v.key for v in verdicts]
-    output = next((reports[key]["output"] for key in shown if reports[key].get("output")), "")
+    output = next((notes[key]["output"] for key in shown if notes[key].get("output")), "")
     return Rejected(entries, lines, report_tail(output))
 
 
