@@ -43,7 +43,6 @@ import sys
 import textwrap
 import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 
 from kit import ROOT, explain, run_probe
 

@@ -57,7 +57,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     """Collect with collect() -> (items, test ids) or an exit code, then serve
     run requests on control_fd until it closes; returns the exit status."""
     # ---- bound before the suite's code runs; nothing else is used afterwards -------------
-    fork, waitpid, kill, exit_, getuid, getgid, getpid = os.fork, os.waitpid, os.kill, os._exit, os.getuid, os.getgid, os.getpid
+    fork, kill, exit_, getuid, getgid, getpid = os.fork, os.kill, os._exit, os.getuid, os.getgid, os.getpid
     wait4 = os.wait4
     run_head, kill_head, done_frame, sized_head = protocol.RUN_HEAD, protocol.KILL, protocol.DONE, protocol.SIZED_HEAD
     unpack_run, unpack_kill, pack_done, pack_sized = run_head.unpack_from, kill_head.unpack_from, done_frame.pack, sized_head.pack
@@ -218,7 +218,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                             (b"none", b"/", None, ms_rec_private, None),
                             (b"tmpfs", b"/tmp", b"tmpfs", ms_tmp, b"size=512m,mode=0700"),    # fresh, this run's only
                             (b"tmpfs", b"/dev/shm", b"tmpfs", ms_shm, b"size=64m,mode=0700"),
-                        ):  # the kit is read-only already: the collector's own confinement made it so
+                        ):  # the sandbox's files are read-only already: the collector's own confinement made it so
                             if mount(source, target, kind_, flags, options) != 0:
                                 exit_(run_fault)
                         first = fork()                    # pid 1 of the run's own pid namespace

@@ -5,7 +5,7 @@ from the setup message; run() is called in each forked run):
                   end is an implementation run) and runs a test suite: the
                   student's, stopping at the first failure (task "grade"), or any
                   suite with pytest's own report ("pytest"), or, in the shared
-                  mode, collects it once and serves runs ("collect": ol.grading.collector);
+                  check, collects it once and serves runs ("collect": ol.grading.collector);
     role "impl"   the run loads one variant of the module under test and
                   serves it on its channel (ol.grading.serve).
 
@@ -22,9 +22,13 @@ import os
 import socket
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ol.grading import pytest_driver
 from ol.grading.pytest_driver import EXIT_COLLECT, WARM_MODULES
+
+if TYPE_CHECKING:
+    from ol.grading.confine import Limits
 
 CHANNEL_FD, NOTES_FD = 3, 4
 
