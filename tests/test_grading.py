@@ -794,7 +794,7 @@ def test_check_module_decides_sharing_and_the_verdict_cache(monkeypatch, mode, r
     from ol.grading import check, confine
 
     seen, events = {}, []
-    monkeypatch.setattr(confine, "choose_mode", lambda wanted="auto": (mode, "" if mode == "confined" else "why"))
+    monkeypatch.setattr(confine, "choose_confinement", lambda wanted="auto": (mode, "" if mode == "confined" else "why"))
     monkeypatch.setattr(check, "_check", lambda session, request, **decided: seen.update(decided))
     check.check_module(ROOT, "L7.3", CheckRequest(**request_fields), on_event=events.append)
     assert (seen["mode"], seen["sharing"]) == (mode, sharing)
@@ -807,7 +807,7 @@ def test_check_module_refuses_to_grade_unconfined_when_asked_to_confine(monkeypa
     from ol.errors import OlError
     from ol.grading import check, confine
 
-    monkeypatch.setattr(confine, "choose_mode", lambda wanted="auto": ("unconfined", "bwrap cannot run here"))
+    monkeypatch.setattr(confine, "choose_confinement", lambda wanted="auto": ("unconfined", "bwrap cannot run here"))
     monkeypatch.setattr(check, "_check", lambda *args, **kwargs: pytest.fail("graded unconfined"))
     with pytest.raises(OlError, match="^refusing to grade unconfined: bwrap cannot run here$"):
         check.check_module(ROOT, "L7.3", CheckRequest(**request_fields))

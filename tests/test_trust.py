@@ -1054,7 +1054,7 @@ def test_docker_default_refuses_namespaces_and_leaves_setuid():
     and the grader chooses to confine by uid."""
     probe = ("import os, subprocess, sys; from ol.grading import confine; "
              "b = subprocess.run(['bwrap', '--ro-bind', '/', '/', '--unshare-pid', 'true'], capture_output=True); "
-             "print(b.returncode, confine.choose_mode()[0])")
+             "print(b.returncode, confine.choose_confinement()[0])")
     r = subprocess.run([*DOCKER_DEFAULT, sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, explain(r)
     code, mode = r.stdout.split()

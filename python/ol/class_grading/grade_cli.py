@@ -91,8 +91,8 @@ def run(args: argparse.Namespace, ctx) -> int:
         if args.export and args.manifest is None:
             raise OlError(f"--export {args.export} needs --manifest CSV: the file that gives each entry's student "
                           "id on your platform (a header entry,id)")
-        mode, why = confine.choose_mode()   # namespaces, or (root without them: Docker) one user per run
-        require_confinement(mode, why, allowed=args.allow_unconfined,
+        confinement, why = confine.choose_confinement()   # namespaces, or (root without them: Docker) one user per run
+        require_confinement(confinement, why, allowed=args.allow_unconfined,
                             advice="or pass --allow-unconfined where confinement cannot work")
         manifest = read_manifest(args.manifest) if args.manifest else {}
         submissions = read_submissions(args.submissions, module)
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace, ctx) -> int:
     out = args.out or args.submissions.parent / f"{args.submissions.name}-graded"
     out.mkdir(parents=True, exist_ok=True)
     try:
-        records = _grade(args, ctx, module, submissions, only, out, mode)
+        records = _grade(args, ctx, module, submissions, only, out, confinement)
     except OlError as error:
         print(f"ol grade: {error}", file=ctx.err)
         return ERROR
@@ -125,9 +125,9 @@ def _only(names: list[str] | None, submissions) -> set[str] | None:
     return {by_name[name] for name in names}
 
 
-def _grade(args, ctx, module, submissions, only, out: Path, mode: str) -> dict[str, GradeRecord]:
+def _grade(args, ctx, module, submissions, only, out: Path, confinement: str) -> dict[str, GradeRecord]:
     """{student: record} for every submission: kept, screened out, or graded now,
-    each run confined in `mode` (confine.choose_mode)."""
+    each run confined in `confinement` (confine.choose_confinement)."""
     from ol.class_grading.class_report import read_record, write_record
     from ol.class_grading.checkout import checkout_digest
     from ol.class_grading.one import base_record, not_graded_record
@@ -136,12 +136,12 @@ def _grade(args, ctx, module, submissions, only, out: Path, mode: str) -> dict[s
     jobs = args.jobs or max(1, cores // (args.workers or cores))
     workers = args.workers or max(1, cores // jobs) + 1
     grading_key = hashlib.sha256(
-        f"{checkout_digest(ctx.root)} {module.id} {args.time_limit} {mode}".encode()).hexdigest()
+        f"{checkout_digest(ctx.root)} {module.id} {args.time_limit} {confinement}".encode()).hexdigest()
     records: dict[str, GradeRecord] = {}
     groups: dict[str, tuple] = {}        # digest -> (files, [base, ...]): the same files are graded once
     kept, missing = 0, []
     for submission in submissions:
-        base, screening = base_record(module, submission, grading_key=grading_key, confinement=mode)
+        base, screening = base_record(module, submission, grading_key=grading_key, confinement=confinement)
         previous = read_record(out, submission.student)
         if only is not None and submission.student not in only:
             if previous is not None:
@@ -171,13 +171,13 @@ def _grade(args, ctx, module, submissions, only, out: Path, mode: str) -> dict[s
 
     try:
         if groups:
-            _run_groups(args, ctx, module, groups, jobs=jobs, workers=workers, mode=mode, finish=finish)
+            _run_groups(args, ctx, module, groups, jobs=jobs, workers=workers, confinement=confinement, finish=finish)
     finally:
         progress.close()
     return records
 
 
-def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, mode: str, finish) -> None:
+def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, confinement: str, finish) -> None:
     from ol.grading import confine
     from ol.grading.mutants import cache_path
     from ol.grading.session import GradingSession
@@ -194,7 +194,7 @@ def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, mod
             grade_on_ray(args.ray, Path(staging), Path(staging) / CHECKOUT / "python" / "ol", module.id,
                          [(digest, files) for digest, (files, _) in groups.items()], workers=workers,
                          time_limit=args.time_limit,   # a worker confines as strongly as it can, never less
-                         confinement=confine.UNCONFINED if mode == confine.UNCONFINED else "auto",
+                         confinement=confine.UNCONFINED if confinement == confine.UNCONFINED else "auto",
                          on_done=lambda record: finish(record.student, record))
         return
     from ol.class_grading.one import grade_one
@@ -203,7 +203,7 @@ def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, mod
         def one(files: dict[str, bytes]) -> GradeRecord:
             workdir = Path(tempfile.mkdtemp(dir=scratch, prefix="submission-"))   # never shared, whatever the names
             return grade_one(ctx.root, module.id, files, workdir=workdir, workers=workers,
-                             time_limit=args.time_limit, mutant_cache=cache, confinement=mode)
+                             time_limit=args.time_limit, mutant_cache=cache, confinement=confinement)
 
         futures = {pool.submit(one, files): digest for digest, (files, _) in groups.items()}
         for future in as_completed(futures):

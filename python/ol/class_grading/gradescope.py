@@ -32,7 +32,7 @@ pitfalls, whose maximums always add up to the catalog's total, then one
 entry per pitfall, "Misconception: ... (caught / not caught)", with a status
 and no points.  What the outputs hold follows --feedback (ol.class_grading.feedback),
 as in `ol grade`.  The output's last line, and extra_data.confinement, name
-how every run of the student's code was confined (confine.choose_mode: with
+how every run of the student's code was confined (confine.choose_confinement: with
 bubblewrap, or where Docker refuses namespaces, as a user of its own per run).
 """
 
@@ -264,9 +264,9 @@ def grade_submission(checkout: Path, config: dict, submission: Path) -> dict:
 
     module = load_catalog(checkout).get(config["module"])
     entry = read_submission(submission, module, student="submission")
-    mode, why = confine.choose_mode()   # namespaces; in Docker's default profile, one user of its own per run
-    base, screening = base_record(module, entry, grading_key="gradescope", confinement=mode)
-    if screening.reason is None and refusing_unconfined(mode, bool(config.get("allow_unconfined"))):
+    confinement, why = confine.choose_confinement()   # namespaces; in Docker's default profile, one user of its own per run
+    base, screening = base_record(module, entry, grading_key="gradescope", confinement=confinement)
+    if screening.reason is None and refusing_unconfined(confinement, bool(config.get("allow_unconfined"))):
         screening = Screening("the autograder cannot confine your tests here (neither bubblewrap nor one user "
                               "per run works), so it does not grade them; tell your instructor", [why])
     if screening.reason is not None:
@@ -275,14 +275,14 @@ def grade_submission(checkout: Path, config: dict, submission: Path) -> dict:
         with tempfile.TemporaryDirectory(prefix="ol-autograder-") as scratch:
             cache = sorted((Path.home() / ".cache" / "tinyllm-ol").glob("*.json"))
             record = grade_one(checkout, module.id, entry.files, workdir=Path(scratch) / "work",
-                               workers=(os.cpu_count() or 1) + 1, confinement=mode, mutant_cache=cache).about(base)
+                               workers=(os.cpu_count() or 1) + 1, confinement=confinement, mutant_cache=cache).about(base)
     if record.error:     # Gradescope shows the autograder's stdout to instructors only
         print(f"ol: the grader failed on this submission (not the student's work): {record.error}")
     outcome = read_outcome(record, config["points"], catalog_pitfalls(checkout, module))
     return results_json(outcome, config["points"], config.get("feedback", "full"))
 
 
-CONFINEMENT_SAID = {   # the mode each run of the student's code was confined in (ol.grading.confine)
+CONFINEMENT_SAID = {   # how each run of the student's code was confined (ol.grading.confine)
     "confined": "confined (confined: its own namespaces, in bubblewrap)",
     "confined-by-uid": "confined (confined-by-uid: namespaces are refused here, so each run as a user of its own, "
                        "under Landlock and seccomp)",

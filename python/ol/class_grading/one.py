@@ -112,8 +112,8 @@ def grade_one(checkout: Path, module_id: str, files: dict[str, bytes], *, workdi
     """The check's --json result read back, with its seconds and error (None
     when graded); `GradeRecord.about(base)` adds the submission's own fields.
 
-    confinement: the mode the check must confine its runs in (confine.CONFINED
-    or confine.BY_UID, as confine.choose_mode() found it here), "auto" for
+    confinement: how the check must confine its runs (confine.CONFINED
+    or confine.BY_UID, as confine.choose_confinement() found it here), "auto" for
     the strongest the machine it runs on allows (a Ray worker), refusing to
     run unconfined; or confine.UNCONFINED (ol grade --allow-unconfined)."""
     started = time.monotonic()

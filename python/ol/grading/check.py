@@ -15,7 +15,7 @@
     passed = score >= threshold and every pitfall killed and every public
              function's floor met (ol.grading.floors)
 
-How runs are confined, and what each mode guarantees: README.md in this folder.
+How runs are confined, and what each confinement guarantees: README.md in this folder.
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def check_module(root: Path, module_id: str, request: CheckRequest = CheckReques
     request and the host (README.md in this folder says what each
     guarantees):
 
-    - confinement: confine.choose_mode(request.confinement); unconfined is
+    - confinement: confine.choose_confinement(request.confinement); unconfined is
       refused when the request requires confinement or names one
       (OlError "refusing to grade unconfined"), and otherwise announced to
       on_event as {"event": "unconfined", "why": ...}: feedback only;
@@ -196,7 +196,7 @@ def check_module(root: Path, module_id: str, request: CheckRequest = CheckReques
 
     Raises GradingFault (exit 2, no score) when the grader itself fails.
     """
-    confinement, why = confine.choose_mode(request.confinement)
+    confinement, why = confine.choose_confinement(request.confinement)
     require_confinement(confinement, why, allowed=not request.require_confinement and request.confinement == "auto")
     if confinement == confine.UNCONFINED and on_event is not None:
         on_event({"event": "unconfined", "why": why})
@@ -210,7 +210,7 @@ def check_module(root: Path, module_id: str, request: CheckRequest = CheckReques
 
 
 def refusing_unconfined(confinement: str, allowed: bool) -> bool:
-    """Whether a grade must not run in `confinement` (confine.choose_mode's): unconfined, and not allowed to be."""
+    """Whether a grade must not run in `confinement` (confine.choose_confinement's): unconfined, and not allowed to be."""
     return confinement == confine.UNCONFINED and not allowed
 
 
@@ -355,7 +355,7 @@ def check_model_answer(session: GradingSession, tests: Path, *,
     graded once, the pitfalls and counted mutants with repeats, then the
     equivalents without.  No equivalents are run when the check stops early."""
     request = CheckRequest(tests=tests, course_tests=False, isolated=True, workers=workers)
-    confinement, _ = confine.choose_mode(request.confinement)
+    confinement, _ = confine.choose_confinement(request.confinement)
     caught: list[str] = []
 
     def equivalents(grader: Grader) -> None:

@@ -1,4 +1,4 @@
-"""The observer's half of the shared mode's collect-once protocol: the
+"""The observer's half of the shared check's collect-once protocol: the
 collected suite (ol.grading.collector, inside a confined run of the tests'
 sandbox), seen from here.  The frame layout both halves use is in
 ol.grading.protocol.
@@ -17,7 +17,7 @@ from ol.grading.wire import read_available
 
 
 class SuiteBroke(Exception):
-    """The shared mode's collected suite (the suite's own process) wrote into
+    """The shared check's collected suite (the suite's own process) wrote into
     the grader's connection what is not a frame: the suite is rejected."""
 
 

@@ -25,10 +25,10 @@ README.md here).  The boundary is the kernel:
 Every confined run also starts with a fresh, empty session keyring and no
 way to use the kernel's keyrings at all (ol.grading.syscalls), and in a
 memory cgroup of its slot where the host allows (ol.grading.memory).  In
-the namespace mode a run has a user namespace of its own too, so nothing
+the namespace confinement a run has a user namespace of its own too, so nothing
 the kernel keys by user outlives it.
 
-Three modes (choose_mode() picks the best the host allows):
+Three modes (choose_confinement() picks the best the host allows):
 
     CONFINED    bwrap and the namespaces above
     BY_UID      where namespaces are refused (Docker's default seccomp
@@ -145,7 +145,7 @@ def bubblewrap() -> tuple[bool, str]:
     return _probe
 
 
-def choose_mode(wanted: str = "auto") -> tuple[str, str]:
+def choose_confinement(wanted: str = "auto") -> tuple[str, str]:
     """(mode, why): the strongest confinement this host allows, or the one
     `wanted` (a mode name) if it is possible; why explains a mode below
     CONFINED (what is missing), or why `wanted` cannot be had."""
@@ -154,7 +154,7 @@ def choose_mode(wanted: str = "auto") -> tuple[str, str]:
     namespaces, no_namespaces = bubblewrap()
     if wanted in ("auto", CONFINED) and namespaces:
         return CONFINED, ""
-    by_uid, no_uid = uid_mode()
+    by_uid, no_uid = by_uid_usable()
     if wanted == CONFINED:
         return UNCONFINED, no_namespaces
     if wanted in ("auto", BY_UID) and by_uid:
@@ -167,7 +167,7 @@ def choose_mode(wanted: str = "auto") -> tuple[str, str]:
 _uid_probe: tuple[bool, str] | None = None
 
 
-def uid_mode() -> tuple[bool, str]:
+def by_uid_usable() -> tuple[bool, str]:
     """(usable, why not): BY_UID needs root, Linux with Landlock, and a
     Python installation that an unprivileged user can read (each run is
     one).  Probed once, in a child that becomes such a user."""
@@ -339,7 +339,7 @@ def run_confined(body, *, confinement: str, user: int, limits: Limits, keep_fds:
     keep_fds maps descriptors of the caller to the numbers they get in the
     run (everything else is closed there).  A fault of the confinement
     itself (a mount refused, say) is written to fault_fd, which the run
-    never holds, so a run cannot fake one.  Outside the namespace mode, the
+    never holds, so a run cannot fake one.  Outside the namespace confinement, the
     run's temporary folder is a fresh folder under `scratch`, removed when
     the run ends.  memory_fd (>= 0) is the slot's memory cgroup's
     cgroup.procs: the guard joins it first, so every process of the run is
@@ -452,7 +452,7 @@ def enter_run(confinement: str, user: int, limits: Limits, *, dumpable: bool = F
         resource limits
         (as root) the run's own unprivileged user, with a fresh, empty session keyring
         no_new_privs
-        CONFINED: a user namespace of its own (unless dumpable: the shared mode's
+        CONFINED: a user namespace of its own (unless dumpable: the shared check's
                   collector gives one to each of its runs), no capabilities
         BY_UID:   Landlock: read the installation, the system and `readable`,
                   write only its temporary folder

@@ -1,5 +1,5 @@
 """What a run may touch of the host's files, where it cannot have a mount
-namespace of its own (the uid mode: ol.grading.confine.BY_UID).
+namespace of its own (the by-uid confinement: ol.grading.confine.BY_UID).
 
 Landlock (Linux 5.13 and later, allowed by Docker's default seccomp profile)
 lets an unprivileged process give up access for good, for itself and

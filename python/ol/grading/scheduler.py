@@ -15,7 +15,7 @@ is; this process's own clock stops a run only at WALL_FACTOR times that (a
 run that sleeps or blocks uses no processor).
 
 What runs write is read by ol.grading.protocol alone: notes and
-collector frames, bounded, never raising.  In the shared mode the tests' runs
+collector frames, bounded, never raising.  In the shared check the tests' runs
 are forked by the collected suite, reached through ol.grading.collector_link.
 """
 
@@ -82,7 +82,7 @@ class Outcome:
 #
 # A check with w workers has slot_count(w) = 2w + 1 slots, numbered from 0 within its own
 # block of run users (confine.UidBlock: no two checks on a machine share one): worker k's
-# tests run takes 2k, its implementation run 2k + 1, and the shared mode's collector 2w.
+# tests run takes 2k, its implementation run 2k + 1, and the shared check's collector 2w.
 
 SIDES_PER_RUN = 2   # a tests run and an implementation run
 

@@ -7,7 +7,7 @@ built once per module.
     with session.engine({"student": folder}) as engine:
         engine.run([...])           confined runs (ol.grading.scheduler)
 
-The kit a sandbox sees is assembled here, from the catalog: the course tests
+The files a sandbox sees are assembled here, from the catalog: the course tests
 with their conftest and golden loader, the module's fixtures, the suites to
 run, and the reference text of every tinyllm module the tests' side needs
 (the module under test itself is only a proxy there, built from its
@@ -42,7 +42,7 @@ PYTEST_ARGS = ["-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmar
 
 
 class GradingFault(OlError):
-    """The grader itself failed (a sandbox, a fixture, the kit): exit 2 and
+    """The grader itself failed (a sandbox, a fixture, the sandbox's files): exit 2 and
     no score, with the reason."""
 
     exit_code = 2
@@ -127,7 +127,7 @@ class GradingSession:
         return None
 
     def suite_path(self, folder: Path) -> str:
-        """Where a suite sits in the kit: its path in the checkout (so reports
+        """Where a suite sits among the sandbox's files: its path in the checkout (so reports
         name the student's own paths), else tests/<folder name>."""
         folder = Path(folder).resolve()
         return (str(folder.relative_to(self.root)) if folder.is_relative_to(self.root)
@@ -138,12 +138,12 @@ class GradingSession:
         files, the reference library, the proxy's contract.  Nothing of the
         course's implementations or tests: a suite must bring its own oracle."""
         files: dict[str, bytes] = {"pytest.ini": b"[pytest]\n"}
-        kit_suites = {}
+        suite_paths = {}
         for name, folder in suites.items():
             where = self.suite_path(folder)
             files.update(read_folder(Path(folder), where))
-            kit_suites[name] = where
-        return Setup("tests", self._tests_header(kit_suites), files)
+            suite_paths[name] = where
+        return Setup("tests", self._tests_header(suite_paths), files)
 
     def course_setup(self) -> Setup:
         """The course tests' sandbox: the course tests with their conftest and
@@ -209,8 +209,8 @@ class GradingSession:
 
 
 def default_confinement() -> str:
-    """The strongest confinement this host allows (confine.choose_mode)."""
-    return confine.choose_mode()[0]
+    """The strongest confinement this host allows (confine.choose_confinement)."""
+    return confine.choose_confinement()[0]
 
 
 def host_sys_path(root: Path) -> list[str]:

@@ -8,7 +8,7 @@ The kernel's keyrings are keyed by user, not by mount or pid namespace: a
 key stored by one run (add_key), opened to every user (KEYCTL_SETPERM) and
 listed in /proc/keys is a channel to every later run.  A run has no use for
 keys, so it cannot make one.  Where runs share the host's IPC and network
-namespaces (the uid mode), System V IPC objects, POSIX message queues and
+namespaces (the by-uid confinement), System V IPC objects, POSIX message queues and
 sockets (socket(); socketpair() stays) would be channels too.  Docker's
 default profile refuses the keyring calls already; this filter holds the
 same wherever the grader runs.

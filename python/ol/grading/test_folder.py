@@ -1,5 +1,5 @@
 """The student's test folder, as every part of the grader reads it: the static
-check (static_check.py), the kit builder (session.py's read_folder), the
+check (static_check.py), the sandbox builder (session.py's read_folder), the
 re-check's digests (suite_code.py) and `ol grade`'s submissions
 (ol/grade/submissions.py).  One model, so they cannot disagree on which
 files a folder holds or which of them are tests.
@@ -27,7 +27,7 @@ from ol.errors import OlError
 
 SKIPPED_FOLDERS = frozenset({"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints"})
 # pytest's defaults `python_files`, `python_functions`, `python_classes` (the
-# kit's pytest.ini and every sandbox's set none)
+# sandboxes' pytest.ini set none)
 TEST_FILE_PATTERNS = ("test_*.py", "*_test.py")
 TEST_FUNCTION_PREFIX, TEST_CLASS_PREFIX = "test", "Test"
 MAX_SUITE_BYTES = 16 << 20
