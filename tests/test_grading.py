@@ -779,7 +779,7 @@ def warm_check_equal_to_cold(session, folder: Path, cache: Path):
 # ---- what check_module decides from its request ------------------------------------------
 
 
-@pytest.mark.parametrize(("mode", "request_fields", "sharing", "reads_verdicts"), [
+@pytest.mark.parametrize(("confinement", "request_fields", "sharing", "reads_verdicts"), [
     ("confined", {}, "shared", True),
     ("confined", {"fresh": True}, "shared", False),
     ("confined", {"isolated": True}, "isolated", False),
@@ -787,19 +787,19 @@ def warm_check_equal_to_cold(session, folder: Path, cache: Path):
     ("confined-by-uid", {}, "isolated", False),                        # shared needs namespaces
     ("unconfined", {}, "isolated", False),
 ])
-def test_check_module_decides_sharing_and_the_verdict_cache(monkeypatch, mode, request_fields, sharing,
+def test_check_module_decides_sharing_and_the_verdict_cache(monkeypatch, confinement, request_fields, sharing,
                                                             reads_verdicts):
     """The rule lives in check.py: only a confined, shared, not fresh check
     keeps .ol/verdicts, so an isolated grade never reads them."""
     from ol.grading import check, confine
 
     seen, events = {}, []
-    monkeypatch.setattr(confine, "choose_confinement", lambda wanted="auto": (mode, "" if mode == "confined" else "why"))
+    monkeypatch.setattr(confine, "choose_confinement", lambda wanted="auto": (confinement, "" if confinement == "confined" else "why"))
     monkeypatch.setattr(check, "_check", lambda session, request, **decided: seen.update(decided))
     check.check_module(ROOT, "L7.3", CheckRequest(**request_fields), on_event=events.append)
-    assert (seen["mode"], seen["sharing"]) == (mode, sharing)
+    assert (seen["confinement"], seen["sharing"]) == (confinement, sharing)
     assert seen["verdict_cache"] == (ROOT / ".ol" / "verdicts" / "L7.3.json" if reads_verdicts else None)
-    assert events == ([{"event": "unconfined", "why": "why"}] if mode == "unconfined" else [])
+    assert events == ([{"event": "unconfined", "why": "why"}] if confinement == "unconfined" else [])
 
 
 @pytest.mark.parametrize("request_fields", [{"require_confinement": True}, {"confinement": "confined"}])

@@ -353,11 +353,13 @@ def _exit_code(run: TestRun) -> int:
     return ERROR if run.exit_code == PYTEST_USAGE_ERROR else NOT_PASSED
 
 
+# ./ol tests' arguments; ./ol watch takes the same (ol/watch.py)
+tests_arguments = module_verb("your own code for the module itself",
+                              mine="run your own tests (the module's student test folder) instead of the course tests")
+
 register(Verb(
     "tests", "run a module's course tests on your code (--mine: your own tests)",
-    module_verb("your own code for the module itself",
-                mine="run your own tests (the module's student test folder) instead of the course tests"),
-    _tests, takes_pytest_args=True,
+    tests_arguments, _tests, takes_pytest_args=True,
     description=(
         "Runs the module's course tests on your files, printing pytest's output as it goes.\n"
         "--ref-deps takes the modules it needs from the reference, so only your code for this\n"

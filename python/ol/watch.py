@@ -28,9 +28,9 @@ WATCHED_SUFFIXES = (".py", ".c", ".h")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from ol.cli import _tests_args
+    from ol.cli import tests_arguments
 
-    _tests_args(parser)
+    tests_arguments(parser)
     parser.add_argument("--poll", action="store_true",
                         help="look for changes by polling (when saving a file does not start a run)")
 
