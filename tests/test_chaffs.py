@@ -36,8 +36,8 @@ def test_every_graded_module_has_a_chaff_for_each_pitfall():
 @pytest.mark.parametrize("module_id", GRADED)
 def test_each_chaff_around_the_reference_fails_the_course_tests_its_pitfall_names(module_id):
     session = GradingSession(ROOT, module_id)
-    with session.engine({}, workers=2) as engine:
-        runs = Grader(session, engine, time_limit=COURSE_TESTS_TIME_LIMIT).course_tests_of(session.pitfall_variants())
+    with session.scheduler({}, workers=2) as scheduler:
+        runs = Grader(session, scheduler, time_limit=COURSE_TESTS_TIME_LIMIT).course_tests_of(session.pitfall_variants())
     for pitfall in session.mutants.pitfalls:
         failed = {name.split("[")[0] for name in runs[f"pitfall:{pitfall.id}"].failed}
         assert set(pitfall.caught_by) <= failed, (pitfall.id, sorted(failed))

@@ -171,8 +171,8 @@ def test_in_ol_checks_course_stage_behind_the_proxy_the_same_names_come_out(modu
     variants = [Variant(f"mistake:{m.id}", m.source, session.reference.origin) for m in KNOWN[module].values()]
     variants += [Variant(f"unrelated:{bug}", planted(module, *edit), session.reference.origin)
                  for bug, edit in UNRELATED[module].items()]
-    with session.engine({}, workers=2) as engine:
-        runs = Grader(session, engine, time_limit=COURSE_TESTS_TIME_LIMIT).course_tests_of(variants)
+    with session.scheduler({}, workers=2) as scheduler:
+        runs = Grader(session, scheduler, time_limit=COURSE_TESTS_TIME_LIMIT).course_tests_of(variants)
     for variant in variants:
         run = runs[variant.key]
         first = next(name.rsplit("::", 1)[-1] for name, result in run.outcomes.items() if result != "passed")

@@ -235,10 +235,10 @@ def test_the_report_names_every_test_that_fails_on_a_pitfall_in_file_order(tmp_p
     folder = ROOT / "tests/calibration/l7-3-suite-c"
     result = grade(folder, session=session)
     assert result.reason is None and all(p.killed for p in result.pitfalls), result.problems
-    with session.engine({"student": folder}, course=False) as engine:
+    with session.scheduler({"student": folder}, course=False) as scheduler:
         variants = session.pitfall_variants()
         runs = [Run(n, RunRequest(suite="student", task="pytest"), v.request(), 60.0) for n, v in enumerate(variants)]
-        outcomes = engine.run(runs)
+        outcomes = scheduler.run(runs)
     expected = {}
     for number, variant in enumerate(variants):
         said = next(line["outcomes"] for line in outcomes[number].notes if "outcomes" in line)
@@ -264,8 +264,8 @@ def test_a_variant_that_hangs_or_kills_its_process_counts_as_caught(tmp_path):
                               "    import os\n    os._exit(3)\n    positions = _positions_as_float32(positions)", 1)
     assert spins != reference and exits != reference
     session = GradingSession(ROOT, "L7.3")
-    with session.engine({"student": suite}, course=False) as engine:
-        grader = Grader(session, engine, time_limit=20)
+    with session.scheduler({"student": suite}, course=False) as scheduler:
+        grader = Grader(session, scheduler, time_limit=20)
         assert [v.status for v in grader.correct_implementations()] == [PASSED, PASSED]
         grader.reference_seconds = 0.0   # so the variants get 2 s
         verdicts = grader.variants([Variant("spins", spins, "rope.py"), Variant("exits", exits, "rope.py")],
@@ -319,8 +319,8 @@ def test_runs_cannot_reach_the_repository_nor_start_what_outlives_them(tmp_path)
     """)
     session = GradingSession(ROOT, "L7.3")   # straight to the runs: the static check would refuse os
     for sharing in ("shared", "isolated"):
-        with session.engine({"student": suite}, course=False, sharing=sharing) as engine:
-            verdicts = Grader(session, engine, time_limit=20).correct_implementations()
+        with session.scheduler({"student": suite}, course=False, sharing=sharing) as scheduler:
+            verdicts = Grader(session, scheduler, time_limit=20).correct_implementations()
         assert [(v.status, v.failed) for v in verdicts] == [(PASSED, ())] * 2, (sharing, verdicts)
         assert target.read_bytes() == before
         assert not processes_with("sleep 31415"), f"a process started by a run outlived the check ({sharing})"
@@ -428,8 +428,8 @@ def test_the_shared_check_gives_the_verdicts_of_isolated_runs(module_id, suite):
     variants = session.pitfall_variants() + chosen
     verdicts = {}
     for sharing in ("shared", "isolated"):
-        with session.engine({"student": SUITES / suite}, course=False, sharing=sharing) as engine:
-            grader = Grader(session, engine, time_limit=30)
+        with session.scheduler({"student": SUITES / suite}, course=False, sharing=sharing) as scheduler:
+            grader = Grader(session, scheduler, time_limit=30)
             grader.correct_implementations()
             verdicts[sharing] = grader.variants(variants, repeats=False)
     differ = {key: (verdicts["shared"][key].status, verdicts["isolated"][key].status)

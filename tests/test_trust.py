@@ -629,8 +629,8 @@ def student_rope_writing(payload: bytes) -> Variant:
 
 @pytest.mark.needs_confinement
 def test_a_student_rope_writing_hostile_bytes_does_not_stop_the_course_tests(sampled):
-    with sampled.engine({}, course=True, workers=2) as engine:
-        grader = Grader(sampled, engine, time_limit=60)
+    with sampled.scheduler({}, course=True, workers=2) as scheduler:
+        grader = Grader(sampled, scheduler, time_limit=60)
         course = grader.course_tests(student_rope_writing(b"".join(HOSTILE)))
     assert course.ok and course.passed and not course.failed, course.output[-3000:]
 
@@ -648,8 +648,8 @@ def test_random_bytes_from_both_sides_of_a_real_run_cost_only_that_run(sampled, 
         "import random\n\nimport numpy as np\nfrom tinyllm.modern.rope import rope_cos_sin\n\n\n"
         "def test_echo():\n    cos, _ = rope_cos_sin(np.arange(1), np.array([1.0], np.float32))\n"
         "    random._os.write(4, cos.tobytes())\n")
-    with sampled.engine({"student": folder}, course=False, workers=1) as engine:
-        grader = Grader(sampled, engine, time_limit=20)
+    with sampled.scheduler({"student": folder}, course=False, workers=1) as scheduler:
+        grader = Grader(sampled, scheduler, time_limit=20)
 
         @settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
         @given(st.one_of(st.binary(min_size=1, max_size=5000), st.sampled_from(HOSTILE)))
@@ -661,7 +661,7 @@ def test_random_bytes_from_both_sides_of_a_real_run_cost_only_that_run(sampled, 
                 "    import numpy as _np\n    return _np.frombuffer(_PAYLOAD, _np.uint8), _np.zeros(1)\n")
             run = Run(grader._id(), RunRequest(suite="student", task="grade", all_tests=True),
                       Variant("student", source, variant.origin).request(), 20)
-            outcome = engine.run([run])[run.id]
+            outcome = scheduler.run([run])[run.id]
             assert outcome.exit == 0 and outcome.fault is None, (outcome, payload[:100])
 
         one_run()
@@ -869,7 +869,7 @@ class OneRangeForAll:   # the old code: every check's runs are users RUN_UID_BAS
 
 if {one_range!r}:
     confine.UidBlock = OneRangeForAll
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # unwind: the engine removes what it made
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # unwind: the scheduler removes what it made
 result = check_module(kit.ROOT, "L7.3", CheckRequest(tests=Path({suite!r}), course_tests=False, isolated=True,
                                                   time_limit=60, workers=2), session=kit.sampled_session())
 print(json.dumps({{"reason": result.reason, "problems": result.problems, "killed": result.killed}}), flush=True)

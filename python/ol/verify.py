@@ -105,8 +105,8 @@ def _verify_graded(root: Path, module: Module, result: VerifyResult, workers: in
         result.problems.append(str(error))
         chaffs = []
     variants = [session.reference, stub, *session.alternates, *edits, *chaffs, *warned]
-    with session.engine({}, workers=workers) as engine:
-        runs = Grader(session, engine, time_limit=COURSE_TESTS_TIME_LIMIT).course_tests_of(variants)
+    with session.scheduler({}, workers=workers) as scheduler:
+        runs = Grader(session, scheduler, time_limit=COURSE_TESTS_TIME_LIMIT).course_tests_of(variants)
     reference, stub_run = runs.pop("reference"), runs.pop("stub")
     _check_reference_and_stub(result, reference.ok, reference.passed, reference.failed, reference.output,
                               stub_run.passed, stub_run.failed, not stub_run.ok)

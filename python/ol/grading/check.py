@@ -225,7 +225,7 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
            limits: confine.Limits | None, on_event: Callable[[dict], None] | None,
            then: Callable[[Grader], None] | None = None) -> CheckResult:
     """The check's steps (the module's docstring), in the confinement and sharing check_module chose;
-    then(grader), when given, runs more in the same engine after a check that went to its end."""
+    then(grader), when given, runs more in the same scheduler after a check that went to its end."""
     tests, ref_deps, course_tests = request.tests, request.ref_deps, request.course_tests
     workers, time_limit = request.workers, request.time_limit
     started = time.monotonic()
@@ -250,11 +250,11 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
     kept_course = cache.course_passed(code) if cache is not None and course_tests else None
 
     try:
-        with session.engine({"student": tests}, course=course_tests and kept_course is None, workers=workers,
+        with session.scheduler({"student": tests}, course=course_tests and kept_course is None, workers=workers,
                             confinement=result.confinement, sharing=sharing,
-                            limits=limits) as engine:
-            result.memory_bound = engine.memory_bound()
-            grader = Grader(session, engine, time_limit=time_limit, on_event=on_event)
+                            limits=limits) as scheduler:
+            result.memory_bound = scheduler.memory_bound()
+            grader = Grader(session, scheduler, time_limit=time_limit, on_event=on_event)
             if kept_course is not None:
                 result.course_tests, result.course_tests_kept = kept_course, True
             elif course_tests:
@@ -351,7 +351,7 @@ def check_model_answer(session: GradingSession, tests: Path, *,
                        workers: int = 2) -> tuple[CheckResult, list[str]]:
     """ol verify's grade of the model answer `tests` (isolated, no course
     tests), and the ids of the reviewed equivalent mutants it catches (a
-    caught one is not equivalent), in one engine: the correct implementations
+    caught one is not equivalent), in one scheduler: the correct implementations
     graded once, the pitfalls and counted mutants with repeats, then the
     equivalents without.  No equivalents are run when the check stops early."""
     request = CheckRequest(tests=tests, course_tests=False, isolated=True, workers=workers)

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ol.grading.confine import describe_exit
-from ol.grading.scheduler import WALL_FACTOR, Engine, Outcome, Run
+from ol.grading.scheduler import WALL_FACTOR, Outcome, Run, Scheduler
 from ol.grading.protocol import RunRequest, merged_notes
 from ol.grading.session import GradingFault, GradingSession
 from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED
@@ -88,13 +88,13 @@ class CourseRun:
 
 
 class Grader:
-    """Runs the stages above on one engine; remembers which tests catch
+    """Runs the stages above on one scheduler; remembers which tests catch
     mutants, to try those first (one order for every run, so it says nothing
     about which variant a run gets)."""
 
-    def __init__(self, session: GradingSession, engine: Engine, *, time_limit: float,
+    def __init__(self, session: GradingSession, scheduler: Scheduler, *, time_limit: float,
                  on_event: Callable[[dict], None] | None = None):
-        self.session, self.engine, self.time_limit = session, engine, time_limit
+        self.session, self.scheduler, self.time_limit = session, scheduler, time_limit
         self.on_event = on_event or (lambda event: None)
         self.collected: list[str] = []
         self.kills: Counter[str] = Counter()
@@ -113,12 +113,12 @@ class Grader:
         which lives on the other side; tracebacks of its exceptions come back."""
         run = Run(self._id(), RunRequest(suite="course", task="pytest"),
                   variant.request(modules=modules, tracebacks=True), self.time_limit)
-        return _course_run(self.engine.run([run])[run.id], self.time_limit)
+        return _course_run(self.scheduler.run([run])[run.id], self.time_limit)
 
     def course_tests_of(self, variants: list[Variant]) -> dict[str, CourseRun]:
         """The course tests on each of the course's own variants, side by side."""
         runs = {self._id(): v for v in variants}
-        outcomes = self.engine.run([Run(i, RunRequest(suite="course", task="pytest"), v.request(), self.time_limit)
+        outcomes = self.scheduler.run([Run(i, RunRequest(suite="course", task="pytest"), v.request(), self.time_limit)
                                     for i, v in runs.items()])
         results = {}
         for run_id, variant in runs.items():
@@ -135,7 +135,7 @@ class Grader:
         runs = {self._id(): v for v in variants}
         requests = [Run(i, RunRequest(suite="student", task="grade", all_tests=True, list_tests=v.key == "reference"),
                         v.request(), self.time_limit) for i, v in runs.items()]
-        outcomes = self.engine.run(requests)
+        outcomes = self.scheduler.run(requests)
         verdicts = []
         for run_id, variant in runs.items():
             outcome = outcomes[run_id]
@@ -182,7 +182,7 @@ class Grader:
 
         request = lambda: RunRequest(suite="student", task="grade", order=self.order())  # noqa: E731
         wall = WALL_FACTOR * self.time_limit   # only a run that waits rather than computes meets it
-        self.engine.run([Run(i, request, v.request(), limit, wall) for i, v in runs.items()], on_done=done)
+        self.scheduler.run([Run(i, request, v.request(), limit, wall) for i, v in runs.items()], on_done=done)
         rejected = [v for v in repeated if v.status != PASSED]
         if rejected:
             raise SuiteProblem("your tests fail on a correct implementation when it is run again", [

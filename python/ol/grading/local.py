@@ -144,8 +144,8 @@ def _mark_possibly_equivalent(session: LocalSession, result: CheckResult, *, wor
     survivors = [s for s in result.survivors if s.id in by_id]
     runs = {number: s for number, s in enumerate(survivors, start=1)}
     try:
-        with session.engine({}, course=True, workers=workers, confinement=confinement) as engine:
-            outcomes = engine.run([
+        with session.scheduler({}, course=True, workers=workers, confinement=confinement) as scheduler:
+            outcomes = scheduler.run([
                 Run(number, RunRequest(suite="course", task="pytest", pytest_args=["-x"]),
                     Variant(s.id, by_id[s.id].source, session.reference.origin, trusted=False).request(), time_limit)
                 for number, s in runs.items()])

@@ -58,7 +58,7 @@ def tests_failing_on(grader, variants: list[Variant], known: Known | None = None
     limit = grader.mutant_time_limit()
     runs = {grader._id(): (v, None) for v in whole}
     runs.update({grader._id(): (v, (test, failing)) for v, test, failing in asked})
-    outcomes = grader.engine.run([
+    outcomes = grader.scheduler.run([
         Run(run_id, RunRequest(suite="student", task="grade", all_tests=True) if pair is None else
             RunRequest(suite="student", task="grade", order=list(pair)), variant.request(), limit)
         for run_id, (variant, pair) in runs.items()])

@@ -47,7 +47,7 @@ def rejected_tests(grader, session, verdicts: list[Verdict]) -> Rejected:
     fails on."""
     variants = {v.key: v for v in (session.reference, *session.alternates)}
     runs = {grader._id(): variants[v.key] for v in verdicts if v.status != TIMEOUT}   # a hang would hang again
-    outcomes = grader.engine.run([Run(run_id, RunRequest(suite="student", task="pytest"), variant.request(),
+    outcomes = grader.scheduler.run([Run(run_id, RunRequest(suite="student", task="pytest"), variant.request(),
                                       grader.time_limit) for run_id, variant in runs.items()])
     notes = {variant.key: merged_notes(outcomes[run_id].notes) for run_id, variant in runs.items()}
     notes.update({v.key: {} for v in verdicts if v.key not in notes})

@@ -103,14 +103,14 @@ def slot_count(workers: int) -> int:
     return collector_slot(workers) + 1
 
 
-# ---- the engine ------------------------------------------------------------------------
+# ---- the scheduler ---------------------------------------------------------------------
 
 
-class Engine:
+class Scheduler:
     """Runs Runs, `workers` at a time, each in fresh confined processes.
 
-        with Engine(tests_setup, impl_setup, confinement=confine.CONFINED) as engine:
-            outcomes = engine.run([Run(0, {...}, {...}, 30.0), ...])
+        with Scheduler(tests_setup, impl_setup, confinement=confine.CONFINED) as scheduler:
+            outcomes = scheduler.run([Run(0, {...}, {...}, 30.0), ...])
     """
 
     def __init__(self, tests: Setup | None, impl: Setup, *, confinement: str, hidden: Path, workers: int = 2,
@@ -145,7 +145,7 @@ class Engine:
         """Which memory bound is in force (ol.grading.memory)."""
         return self.memory.describe() if self.memory is not None else ""
 
-    def __enter__(self) -> Engine:
+    def __enter__(self) -> Scheduler:
         try:
             self.users = confine.UidBlock(slot_count(self.workers))
             self.memory = MemoryBound.make(slot_count(self.workers), self.wanted_limits.memory,

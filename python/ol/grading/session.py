@@ -4,8 +4,8 @@ built once per module.
     session = GradingSession(root, "L7.3")
     session.mutants                 the counted, message-only and equivalent mutants, the pitfalls
     session.reference, .alternates  the correct implementations (Variant: key, source, origin)
-    with session.engine({"student": folder}) as engine:
-        engine.run([...])           confined runs (ol.grading.scheduler)
+    with session.scheduler({"student": folder}) as scheduler:
+        scheduler.run([...])           confined runs (ol.grading.scheduler)
 
 The files a sandbox sees are assembled here, from the catalog: the course tests
 with their conftest and golden loader, the module's fixtures, the suites to
@@ -25,7 +25,7 @@ from ol.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, dotted_name,
 from ol.errors import OlError
 from ol.grading import confine
 from ol.grading.sandbox import Setup
-from ol.grading.scheduler import Engine
+from ol.grading.scheduler import Scheduler
 from ol.grading.mutants import MutantSet, build_mutant_set
 from ol.grading.variants import Variant
 from ol.grading.test_folder import SuiteUnreadable, TestFolder
@@ -175,12 +175,12 @@ class GradingSession:
                   "target": self.target, "preload": [n for n in self.library if "." in n]}
         return Setup("impl", header, {})
 
-    def engine(self, suites: dict[str, Path], *, course: bool = True, workers: int = 2, confinement: str | None = None,
-               sharing: str = "isolated", limits: confine.Limits | None = None) -> Engine:
-        """An Engine for these suites of the student's (none: course tests
+    def scheduler(self, suites: dict[str, Path], *, course: bool = True, workers: int = 2, confinement: str | None = None,
+               sharing: str = "isolated", limits: confine.Limits | None = None) -> Scheduler:
+        """A Scheduler for these suites of the student's (none: course tests
         only), and the course tests unless course=False (not started: use it
         in a `with`)."""
-        return Engine(self.tests_setup(suites) if suites else None, self.impl_setup(),
+        return Scheduler(self.tests_setup(suites) if suites else None, self.impl_setup(),
                       confinement=confinement or default_confinement(), hidden=self.root, workers=workers, sharing=sharing,
                       course=self.course_setup() if course else None, limits=limits)
 
