@@ -130,8 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", metavar="SUBSTRING", help="grade only the suites whose key contains it")
     parser.add_argument("--jobs", type=int, default=(os.cpu_count() or 1) + 1, help="ol check's --jobs")
     args = parser.parse_args(argv)
-    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(name, "1")
+    from ol.grading import confine
+
+    confine.pin_blas_threads()   # as ./ol check does, for every ol it starts
     # /var/tmp, not /tmp: confined runs mount their own /tmp over the host's
     scratch = Path(tempfile.mkdtemp(prefix="ol-grades-", dir="/var/tmp"))
     try:

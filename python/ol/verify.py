@@ -220,10 +220,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx) -> int:
-    import os
+    from ol.grading import confine
 
-    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(name, "1")
+    confine.pin_blas_threads()   # before numpy loads
     modules = [ctx.module(args.module)] if args.module else list(ctx.catalog.modules)
     status = OK
     for module in modules:
