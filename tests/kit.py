@@ -91,21 +91,61 @@ def kill_group(process: subprocess.Popen) -> None:
     process.wait()
 
 
-def virtual_environment(folder: Path) -> Path:
+# What a graded run imports (ol.grading.warm, the proxy, pytest_driver), with
+# everything they require: the packages a venv must hold itself for its runs.
+SANDBOX_PACKAGES = ("numpy", "pytest", "hypothesis")
+
+
+def virtual_environment(folder: Path, holding: tuple[str, ...] = ()) -> Path:
     """A venv at folder that sees this interpreter's packages; its python.
 
     `--system-site-packages` is not enough: run from a venv, `-m venv` builds
     on the base interpreter and would see its packages, not this venv's (where
     the README's `pip install` put numpy and mutmut).  A .pth file adds this
-    interpreter's site folders, in its order, .pth files included."""
+    interpreter's site folders, in its order, .pth files included.  What a
+    .pth adds is not the venv's own installation, so a confined run never
+    sees it (ol.grading.session.host_sys_path): the distributions `holding`
+    names, and all they require, are copied into the venv itself, as pip
+    would have put them there."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
     python = folder / "bin" / "python"
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
                              check=True, capture_output=True, text=True).stdout.strip()
+    for distribution in _required(holding):
+        for file in distribution.files or ():
+            if ".." not in file.parts:   # scripts in bin/ are not needed by an import
+                target = Path(purelib, file)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(distribution.locate_file(file), target)
     folders = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
     adds = "; ".join(f"site.addsitedir({f!r})" for f in folders if os.path.isdir(f))
     Path(purelib, "kit-tests-packages.pth").write_text(f"import site; {adds}\n")
     return python
+
+
+def _required(names: tuple[str, ...]) -> list:
+    """The installed distributions `names`, and every one they require here
+    (markers evaluated for this interpreter, no extras)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    found: dict[str, metadata.Distribution] = {}
+    todo = list(names)
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in found:
+            continue
+        try:
+            found[name] = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue   # an optional requirement not installed here
+        for text in found[name].requires or ():
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return list(found.values())
 
 
 def run_probe(where: Path, python: Path | str, probe: str, **env: str) -> subprocess.CompletedProcess:

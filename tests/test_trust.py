@@ -55,7 +55,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kit import (ROOT, copy_checkout, explain, kill_group, processes_with, run_ol, sigint_as_at_a_terminal,
-                 snapshot, virtual_environment)
+                 snapshot, SANDBOX_PACKAGES, virtual_environment)
 from ol.grading import confine, protocol, scheduler
 from ol.grading.check import CheckRequest, check_module
 from ol.grading.scheduler import Run
@@ -255,7 +255,7 @@ def instructors_checkout(scratch: Path) -> tuple[Path, Path]:
     checkout = copy_checkout(scratch / "instructor")
     (checkout / "python/tinyllm/modern").mkdir(parents=True, exist_ok=True)
     shutil.copy2(ROOT / "course/reference/python/tinyllm/modern/rope.py", checkout / "python/tinyllm/modern")
-    python = virtual_environment(scratch / "venv")
+    python = virtual_environment(scratch / "venv", holding=SANDBOX_PACKAGES)
     site_packages = next((scratch / "venv" / "lib").glob("python3*/site-packages"))
     (site_packages / "__editable__.tinyllm-0.pth").write_text(str(checkout / "python") + "\n")
     return checkout, python
@@ -302,7 +302,7 @@ def test_a_venv_inside_the_checkout_is_seen_by_the_runs_and_the_checkout_is_not(
     scratch = Path(tempfile.mkdtemp(prefix="ol-venv-", dir="/var/tmp"))
     try:
         checkout = copy_checkout(scratch / "checkout")
-        python = virtual_environment(checkout / ".venv")
+        python = virtual_environment(checkout / ".venv", holding=SANDBOX_PACKAGES)
         (checkout / "python/tinyllm/modern").mkdir(parents=True, exist_ok=True)
         shutil.copy2(checkout / "course/reference/python/tinyllm/modern/rope.py", checkout / "python/tinyllm/modern")
 
