@@ -476,16 +476,16 @@ def test_a_side_that_ended_between_runs_is_a_fault_of_the_grader_not_a_broken_pi
         ended.process = subprocess.Popen(["true"], stderr=subprocess.PIPE)
         ended.process.wait()
         ended.control, ended.stderr, ended.setup = ours, bytearray(), SimpleNamespace(role="tests")
-        expected = "the tests sandbox failed: it could not be sent run 7"
+        expected = "the tests sandbox failed: it could not be sent a run"
     else:
         ended = object.__new__(CollectorLink)
-        ended.control, ended.collected, ended.notes, ended.listed = ours, [], {}, set()
-        expected = "the process holding your collected tests could not be sent run 7"
+        ended.control, ended.collected, ended.runs = ours, [], {}
+        expected = "the process holding your collected tests could not be sent a run"
     try:
         with pytest.raises(SandboxFault, match=expected):
-            ended.start_run(7, RunRequest(suite="student"), channel, os.getuid())
+            ended.start_run(RunRequest(suite="student"), channel, os.getuid())
         if side == "collected suite":
-            assert ended.notes == {}, "a run that never started keeps no notes socket"
+            assert ended.runs == {}, "a run that never started keeps no notes socket"
     finally:
         for sock in (ours, channel, other):
             sock.close()
@@ -659,7 +659,7 @@ def test_random_bytes_from_both_sides_of_a_real_run_cost_only_that_run(sampled, 
                 "def rope_cos_sin(", f"_PAYLOAD = {payload!r}\n\n\ndef _real_rope_cos_sin(", 1) + (
                 "\n\ndef rope_cos_sin(positions, inv_freq, *args, **kwargs):\n"
                 "    import numpy as _np\n    return _np.frombuffer(_PAYLOAD, _np.uint8), _np.zeros(1)\n")
-            run = Run(grader._id(), RunRequest(suite="student", task="grade", all_tests=True),
+            run = Run(grader._id(), RunRequest(suite="student", task="grade"),
                       Variant("student", source, variant.origin).request(), 20)
             outcome = scheduler.run([run])[run.id]
             assert outcome.exit == 0 and outcome.fault is None, (outcome, payload[:100])
@@ -856,12 +856,16 @@ from ol.grading import confine
 from ol.grading.check import CheckRequest, check_module
 
 
-class OneRangeForAll:   # the old code: every check's runs are users RUN_UID_BASE + slot
-    def __init__(self, count):
-        self.base = confine.RUN_UID_BASE
+class OneRangeForAll:   # the old code: every check's runs among the same few users, RUN_UID_BASE + slot
+    def __init__(self):
+        self.base, self.drawn = confine.RUN_UID_BASE, 0
 
-    def uid(self, index):
-        return self.base + index
+    def draw(self):
+        self.drawn += 1
+        return self.base + self.drawn % 5
+
+    def sweep(self):
+        pass
 
     def close(self):
         pass
@@ -940,29 +944,38 @@ def slot_users(uid, workers: int) -> list[int]:
 @pytest.mark.parametrize("workers", [1, 2, 3, 8])
 def test_the_slots_of_two_checks_at_once_never_share_a_run_user(workers):
     """Every slot a check uses (both sides of each worker's run, the
-    collector) lies inside its slot_count, no two the same; and two checks
-    holding their blocks at once get disjoint users.  The old formula, a
-    base of 2 * workers * (pid % 400), fails this: the collector's slot of
-    one check was the first tests slot of the check whose pid was one more."""
+    collector) lies inside its slot_count, no two the same.  A run's user is
+    not its slot's: each run draws a fresh one, so two checks holding their
+    blocks at once never draw the same user, one check never draws a user
+    twice, and which user a run gets says nothing of its slot or of how many
+    runs came before it.  The old formula, a base of 2 * workers * (pid %
+    400), gave two checks one user: the collector's slot of one check was the
+    first tests slot of the check whose pid was one more."""
     count = scheduler.slot_count(workers)
     indices = slot_users(lambda index: index, workers)
     assert sorted(indices) == list(range(count)), indices
-    if os.geteuid() != 0:
-        pytest.skip("run users are switched to (and blocks held) only as root")
-    first, second = confine.UidBlock(count), confine.UidBlock(count)
-    try:
-        assert not set(slot_users(first.uid, workers)) & set(slot_users(second.uid, workers))
-    finally:
-        first.close()
-        second.close()
     pid = 4242
     old_first = set(slot_users(lambda index: old_formula_uid(workers, pid, index), workers))
     old_second = set(slot_users(lambda index: old_formula_uid(workers, pid + 1, index), workers))
     assert old_first & old_second, "the old formula is the attack this test must be able to see"
+    if os.geteuid() != 0:
+        pytest.skip("run users are switched to (and blocks held) only as root")
+    first, second = confine.UidBlock(), confine.UidBlock()
+    try:
+        drawn = [[block.draw() for _ in range(500)] for block in (first, second)]
+        assert all(len(set(users)) == len(users) for users in drawn), "a user drawn twice in one check"
+        assert not set(drawn[0]) & set(drawn[1]), "two checks drew one user"
+        assert all(first.base <= u < first.base + confine.UID_BLOCK for u in drawn[0])
+        steps = [b - a for a, b in zip(drawn[0], drawn[0][1:])]
+        assert len(set(steps)) > 400, "the draws follow a pattern a run could read its place from"
+    finally:
+        first.close()
+        second.close()
 
 
-@pytest.mark.parametrize("how, code, said", [("exit", 3, "exit status 3"), ("signal", 128 + signal.SIGKILL, "signal 9"),
-                                             ("fault", confine.RUN_FAULT, "exit status 70")])
+@pytest.mark.parametrize("how, code, said", [
+    ("exit", 3, "exit status 3: the suite does not collect"), ("signal", 128 + signal.SIGKILL, "signal 9"),
+    ("fault", confine.RUN_FAULT, "exit status 70: the run could not be set up, or the grader's code failed in it")])
 def test_a_wait_status_reads_as_the_shells_exit_code_and_its_words(how, code, said):
     """The kernel's wait status of a real child, against the shell's
     convention (128 + signal) and the words every message uses."""

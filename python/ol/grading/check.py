@@ -2,8 +2,15 @@
 
     1. the module's golden fixtures are intact (a corrupted one is the
        course's fault: named, with the command that regenerates it);
-    2. the course tests pass on the student's code (the tests run trusted;
-       the student's module runs confined on the other side of a proxy);
+    2. the course tests run on the student's code (the tests run trusted;
+       the student's module runs confined on the other side of a proxy); when
+       they fail, the student's tests are graded all the same (they are graded
+       against the reference's mutants, which do not depend on the student's
+       code) and the failure is kept in `course_failure`; only a session whose
+       correct implementation is the student's own code stops there
+       (GradingSession.suite_needs_passing_code: the student kit's local check).
+       In the instructor's mode (isolated) they run after every run of the
+       suite, so no run of the suite can learn what the student's code did;
     3. the student's test folder passes the static check (ol.grading.static_check);
     4. the suite passes on the reference and on every alternate correct
        implementation ("your test rejects a correct implementation" otherwise);
@@ -13,7 +20,7 @@
 
     score  = killed / counted   (pitfalls and generated mutants alike)
     passed = score >= threshold and every pitfall killed and every public
-             function's floor met (ol.grading.floors)
+             function's floor met (ol.grading.floors) and the course tests pass
 
 How runs are confined, and what each confinement guarantees: README.md in this folder.
 """
@@ -32,11 +39,10 @@ from ol.grading import confine
 from ol.grading.collector_link import SuiteBroke
 from ol.grading.sandbox import SandboxFault
 from ol.grading.floors import function_floors
-from ol.grading.pitfall_tests import tests_failing_on
 from ol.grading.session import GradingFault, GradingSession
 from ol.grading.recheck import VerdictCache, code_digest
 from ol.grading.rejected import rejected_tests
-from ol.grading.grader import FAILED, PASSED, Grader, SuiteProblem, Verdict
+from ol.grading.grader import FAILED, NOT_RUN, Grader, SuiteProblem, Verdict
 from ol.grading.static_check import check_student_tests
 
 DEFAULT_TIME_LIMIT = 60.0   # processor seconds: the course tests, collecting the suite, a correct run
@@ -110,7 +116,12 @@ class CheckResult:
     mutants_of: str = "the reference"  # what the mutants change: "your own code" in a student kit (ol.grading.local)
     floors: list[dict] = field(default_factory=list)     # each public function's floor (ol.grading.floors.Floor)
     rejected: list[dict] = field(default_factory=list)   # each test failing on a correct implementation, once:
-                                                         # test, failure, implementations (ol.grading.rejected)
+                                                         # test, failure, implementations (ol.grading.rejected);
+                                                         # left out of the grade (the catalog's `rejected` policy)
+    tests: int = 0            # the tests of the suite (as collected on the reference)
+    graded_tests: int = 0     # those that passed on every correct run: the ones that grade
+    course_failure: dict | None = None   # the course tests failed and the suite was graded all the same:
+                                         # {"reason", "problems", "output"}, what a check stopped there gives
 
     def to_json(self) -> dict:
         """The record of `ol check --json`: the fields in JSON_FIELDS' order, and "error": None
@@ -139,7 +150,8 @@ class CheckResult:
 # outside checks read them by these names (a kit test holds them to the dataclass).
 JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
                "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by",
-               "mutants", "carried_over", "course_tests_kept", "mutants_of", "floors", "rejected", "memory_bound")
+               "mutants", "carried_over", "course_tests_kept", "mutants_of", "floors", "rejected", "memory_bound",
+               "tests", "graded_tests", "course_failure")
 
 
 def not_run_json(module: str, error: str) -> dict:
@@ -159,7 +171,7 @@ class CheckRequest:
     the last check are kept."""
 
     tests: Path | None = None       # default: the student's folder for the module
-    ref_deps: bool = False          # the course tests take the module's needs from the reference
+    ref_deps: bool | str = False    # where the course tests take the module's needs from (ol.deps)
     course_tests: bool = True       # False: skip step 2 (ol verify grades the model answer)
     isolated: bool = False          # collect the suite afresh in every run, as the instructor's grade does
     require_confinement: bool = False   # refuse to run unconfined (the instructor's side); implies isolated
@@ -239,6 +251,7 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
         result.seconds = time.monotonic() - started
         return result
 
+    stage = _Stages(on_event)
     check_fixtures(session)
     if course_tests:
         student, overrides = session.student_variant(ref_deps)
@@ -248,50 +261,93 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
     cache = VerdictCache(verdict_cache, session, tests) if verdict_cache is not None else None
     code = code_digest(student.source, overrides, ref_deps) if course_tests else ""
     kept_course = cache.course_passed(code) if cache is not None and course_tests else None
+    stage("fixtures, the static check, the verdict cache")
 
+    course_first = sharing == "shared"   # the local check: your code first, fast feedback
     try:
         with session.scheduler({"student": tests}, course=course_tests and kept_course is None, workers=workers,
-                            confinement=result.confinement, sharing=sharing,
-                            limits=limits) as scheduler:
+                               confinement=result.confinement, sharing=sharing,
+                               limits=limits) as scheduler:
             result.memory_bound = scheduler.memory_bound()
             grader = Grader(session, scheduler, time_limit=time_limit, on_event=on_event)
-            if kept_course is not None:
-                result.course_tests, result.course_tests_kept = kept_course, True
-            elif course_tests:
-                course = grader.course_tests(student, overrides)
-                result.course_tests = {"passed": len(course.passed), "total": len(course.outcomes)}
-                if not course.ok:
+            stage("the sandboxes' start (the warm processes' imports)")
+
+            def course() -> CheckResult | None:
+                """The course tests on the student's code: the reason to stop, or None."""
+                if kept_course is not None:
+                    result.course_tests, result.course_tests_kept = kept_course, True
+                    return None
+                run = grader.course_tests(student, overrides)
+                stage("the course tests")
+                result.course_tests = {"passed": len(run.passed), "total": len(run.outcomes)}
+                if not run.ok:
                     slow = [f"the course tests took longer than {time_limit:.0f} s on your code: look for a loop"]
-                    return stop(_course_reason(module.id, ref_deps),
-                                (slow if course.timed_out else []) + (course.failed or
-                                                                       ([] if course.timed_out else
-                                                                        ["pytest could not run them"])), course.output)
-                if cache is not None:
+                    failure = {"reason": _course_reason(module.id, ref_deps),
+                               "problems": (slow if run.timed_out else []) + (
+                                   run.failed or ([] if run.timed_out else ["pytest could not run them"])),
+                               "output": run.output}
+                    if session.suite_needs_passing_code:
+                        return stop(**failure)
+                    result.course_failure = failure     # each part stands on its own: the suite is graded next
+                elif cache is not None:
                     cache.keep_course_pass(code, result.course_tests)
-            if violations:
-                return stop("your tests do things graded tests may not (they were not run)", [str(v) for v in violations])
-            try:
-                first = grader.correct_implementations()
-                rejected = [v for v in first if v.status != PASSED]
-                if rejected:
-                    found = rejected_tests(grader, session, rejected)
-                    result.rejected = found.entries
-                    return stop("your tests fail on a correct implementation", found.lines, found.output)
-                variants = session.pitfall_variants() + session.mutant_variants()
-                carried = cache.carried([v.key for v in variants]) if cache is not None else {}
-                verdicts = grader.variants([v for v in variants if v.key not in carried])
-                verdicts.update({key: Verdict(key, FAILED, (test,), 0.0, "caught before, its test unchanged")
-                                 for key, test in carried.items()})
-                caught = [v for v in variants if v.key.startswith("pitfall:") and verdicts[v.key].killed]
-                by = tests_failing_on(grader, caught, *((cache.known(), cache.code) if cache is not None else ()))
-                if cache is not None:
-                    cache.save({key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed}, by,
-                               grader.collected)
-            except SuiteProblem as problem:
-                return stop(problem.reason, problem.lines, problem.output)
-            except SuiteBroke as broke:
-                return stop("your tests broke the grader's connection", [str(broke), (
-                    "graded tests may not write into descriptors they did not open; the suite is not graded")])
+                return None
+
+            def suite() -> CheckResult | None:
+                """The student's suite against every variant: the reason to stop, or None."""
+                nonlocal verdicts, by, carried_over
+                if violations:
+                    return stop("your tests do things graded tests may not (they were not run)",
+                                [str(v) for v in violations])
+                try:
+                    variants = session.pitfall_variants() + session.mutant_variants()
+                    keys = [v.key for v in variants if not v.key.startswith("pitfall:")]   # pitfalls always run
+                    carried = {key: Verdict(key, FAILED, (test,), 0.0, "caught before, its test unchanged")
+                               for key, test in (cache.carried(keys) if cache is not None else {}).items()}
+                    verdicts = grader.suite(variants, carried=carried)
+                    stage("the suite on every variant", runs=grader.runs, correct=grader.correct_runs,
+                          again=grader.runs_again, collect=scheduler.collect_seconds)
+                    carried_over = sum(1 for key in carried if verdicts.get(key) is carried[key])
+                    result.tests = len(grader.collected)
+                    result.graded_tests = result.tests - len(grader.left_out)
+                    if grader.left_out:
+                        found = rejected_tests(grader, session, grader.left_out)
+                        stage("the left-out tests' pytest report")
+                        result.rejected = found.entries
+                        own = [e for e in found.entries if e["status"] != NOT_RUN]   # not collateral of a crash
+                        if grading.rejected == "not graded":
+                            return stop("your tests fail on a correct implementation", found.lines, found.output)
+                        if len(own) > grading.max_rejected:
+                            return stop(f"{len(own)} of your tests fail on a correct implementation (a suite is "
+                                        f"graded with at most {grading.max_rejected} left out)", found.lines +
+                                        [f"fix them, or remove them: each test left out tells the grade "
+                                         f"something of what a correct implementation does, so only "
+                                         f"{grading.max_rejected} may be"], found.output)
+                    by = grader.by
+                    if cache is not None:
+                        cache.save({key: v.failed[0] for key, v in verdicts.items()
+                                    if v.killed and v.failed and not key.startswith("pitfall:")})
+                except SuiteProblem as problem:
+                    if grader.left_out:   # every test left out: say why, each
+                        found = rejected_tests(grader, session, grader.left_out)
+                        result.rejected = found.entries
+                        return stop(problem.reason, found.lines, found.output)
+                    return stop(problem.reason, problem.lines, problem.output)
+                except SuiteBroke as broke:
+                    return stop("your tests broke the grader's connection", [str(broke), (
+                        "graded tests may not write into descriptors they did not open; the suite is not graded")])
+                return None
+
+            verdicts: dict[str, Verdict] = {}
+            by: dict[str, tuple[str, ...]] = {}
+            carried_over = 0
+            if course_first:
+                stopped = (course() if course_tests else None) or suite()
+            else:   # the instructor's grade: the student's code runs only after every run of the suite
+                stopped = suite()
+                stopped = (course() if course_tests else None) or stopped
+            if stopped is not None:
+                return stopped
             if then is not None:
                 then(grader)
     except SandboxFault as fault:
@@ -303,23 +359,42 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
                                       by.get(f"pitfall:{p.id}", ())) for p, v in pitfalls]
     result.survivors = [Survivor(m.id, m.function, m.diff) for m, v in mutants if not (v and v.killed)]
     result.killed_by = {key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed}
-    result.carried_over = len(carried)
+    result.carried_over = carried_over
     result.mutants = [MutantLine(m.id, m.function, m.line, bool(v and v.killed), result.killed_by.get(m.id), m.diff)
                       for m, v in mutants]
     result.counted = len(pitfalls) + len(mutants)
     result.killed = sum(o.killed for o in result.pitfalls) + sum(bool(v and v.killed) for _, v in mutants)
     result.score = result.killed / result.counted if result.counted else 1.0
+    if isinstance(grading.rejected, float):   # the catalog's penalty per test left out
+        result.score = max(0.0, result.score - grading.rejected * len(result.rejected))
     floors = function_floors(grading.floors, [m.to_json() for m in result.mutants], session.contract)
     result.floors = [f.as_dict() for f in floors]
     result.passed = (result.score >= grading.threshold and all(o.killed for o in result.pitfalls)
-                     and all(f.met for f in floors))
+                     and all(f.met for f in floors) and result.course_failure is None)
     result.seconds = time.monotonic() - started
     return result
 
 
-def _course_reason(module_id: str, ref_deps: bool) -> str:
+class _Stages:
+    """Where a check's time goes: each call marks the end of a stage, told to
+    on_event as {"event": "stage", "stage": name, "seconds": its length, ...}
+    (bench/bench_check.py --profile adds them up)."""
+
+    def __init__(self, on_event: Callable[[dict], None] | None):
+        self.on_event, self.last = on_event, time.monotonic()
+
+    def __call__(self, name: str, **counts) -> None:
+        now = time.monotonic()
+        if self.on_event is not None:
+            self.on_event({"event": "stage", "stage": name, "seconds": now - self.last, **counts})
+        self.last = now
+
+
+def _course_reason(module_id: str, ref_deps: bool | str) -> str:
+    from ol.deps import flag
+
     return ("course tests fail on your code: fix them first (./ol tests "
-            f"{module_id}{' --ref-deps' if ref_deps else ''})")
+            f"{module_id}{flag(ref_deps)})")
 
 
 def _shown(path: Path, root: Path) -> str:
@@ -361,7 +436,7 @@ def check_model_answer(session: GradingSession, tests: Path, *,
     def equivalents(grader: Grader) -> None:
         variants = session.mutant_variants("equivalent")
         if variants:
-            caught.extend(key for key, verdict in grader.variants(variants, repeats=False).items() if verdict.killed)
+            caught.extend(key for key, verdict in grader.suite(variants, correct=False).items() if verdict.killed)
 
     result = _check(session, request, confinement=confinement, sharing="isolated", verdict_cache=None, limits=None, on_event=None,
                     then=equivalents)

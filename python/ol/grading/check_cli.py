@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from ol.arguments import MAX_TIME_LIMIT, html_file, module_args, positive_int, seconds, whole_number
+from ol.deps import from_reference, policy_of
 from ol.errors import OlError
 from ol.exits import ERROR, NOT_PASSED, OK
 
@@ -22,7 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "catching every pitfall. Exit 0 passed, 1 not passed, 2 the check could not run "
         "(a usage error, or a fault of the grader: no score is given)."
     )
-    module_args(parser, "for the course tests: only your code for the module itself is tested")
+    module_args(parser)
     parser.add_argument("--tests", type=Path, metavar="DIR", default=None,
                         help="grade the tests in DIR instead of your own test folder")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object on stdout")
@@ -39,8 +40,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "computes is stopped at 3 times that on the clock)")
     parser.add_argument("--memory-limit", type=_memory_limit, default=2048, metavar="MIB",
                         help="memory each run may use, all its processes together (default 2048 MiB)")
-    parser.add_argument("--max-survivors", type=positive_int, default=3, metavar="N",
-                        help="surviving mutants shown with their diff, per function (default 3)")
+    parser.add_argument("--max-survivors", type=_survivors_shown, default=3, metavar="N",
+                        help="surviving mutants shown with their diff, per function (default 3; 0: the "
+                             "counts alone)")
     parser.add_argument("--all", action="store_true", help="show every surviving mutant's diff")
     parser.add_argument("--fresh", action="store_true",
                         help="grade every mutant again (by default a re-check keeps the kills of tests whose "
@@ -70,7 +72,7 @@ def run(args: argparse.Namespace, ctx) -> int:
     try:
         module = ctx.module(args.module)
         html = None if args.html is None else report_path(Path(args.html) if args.html else None, ctx.root, module.id)
-        request = CheckRequest(tests=args.tests, ref_deps=args.ref_deps, isolated=args.isolated,
+        request = CheckRequest(tests=args.tests, ref_deps=policy_of(args), isolated=args.isolated,
                                require_confinement=args.require_confinement, confinement=args.confinement,
                                fresh=args.fresh, workers=args.jobs, time_limit=args.time_limit,
                                memory_limit=args.memory_limit)
@@ -100,7 +102,8 @@ def run(args: argparse.Namespace, ctx) -> int:
     text = to_json(result) if args.json else to_text(result, None if args.all else args.max_survivors)
     print(text, file=ctx.out, end="" if not args.json else "\n")
     if result.passed and args.tests is None:   # shown first: a state file that cannot be written loses nothing
-        ctx.store.record(module, CHECKED, ref_deps=args.ref_deps)
+        ctx.store.record(module, CHECKED, ref_deps=bool(from_reference(ctx.root, ctx.catalog.needs_closure(module),
+                                                                        policy_of(args))))
     if html is not None:
         try:
             _write_html(ctx, module, result, html, stream=ctx.err if args.json else ctx.out)
@@ -141,6 +144,10 @@ class _Progress:
 
     def close(self) -> None:
         self.bar.close()
+
+
+def _survivors_shown(text: str) -> int:
+    return whole_number(text, 0, "a whole number >= 0 (0: the counts alone)")
 
 
 def _memory_limit(text: str) -> int:

@@ -5,8 +5,10 @@ This loop itself runs inside a confined run (its own unprivileged user,
 namespaces and limits; ol.grading.confine).  It collects the student's suite,
 which runs the suite's code in this process, then forks one run per request.
 Each run starts from the state right after collection, the same for every
-run, and gets new user, mount, network, IPC and pid namespaces, a fresh /tmp
-and /dev/shm, its capabilities dropped, and only its own two descriptors
+run, gets the same request (every test, in the suite's order: the observer
+stops a run it has heard enough from), and gets new user, mount, network,
+IPC and pid namespaces with a /proc of its own, a fresh /tmp and /dev/shm,
+its capabilities dropped, and only its own two descriptors
 (the channel to its implementation and its notes to the observer); shared
 memory mapped while collecting is unmapped, and every process started while
 collecting is killed before the first run.  So no run can leave anything for
@@ -45,7 +47,8 @@ import sys
 
 from ol.grading import confine, protocol
 
-EXIT_THREADS = 5
+EXIT_THREADS = protocol.EXIT_THREADS
+COLLECTOR_PROCESSES = 16   # the collector's process limit, in runs' (a run's is Limits.processes)
 
 # each run's own user, mount, network, IPC and pid namespaces
 RUN_NAMESPACES = (confine.CLONE_NEWUSER | confine.CLONE_NEWNS | confine.CLONE_NEWNET | confine.CLONE_NEWIPC
@@ -55,7 +58,10 @@ GLIBC_RESERVED_SIGNALS = (32, 33)   # the C library's own (NPTL): signal() refus
 
 def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits) -> int:
     """Collect with collect() -> (items, test ids) or an exit code, then serve
-    run requests on control_fd until it closes; returns the exit status."""
+    run requests on control_fd until it closes; returns the exit status.
+    limits: each run's (this process may start more processes than a run:
+    its own limit is COLLECTOR_PROCESSES times a run's, so that a run that
+    forks all it may cannot stop it from forking the next run)."""
     # ---- bound before the suite's code runs; nothing else is used afterwards -------------
     fork, kill, exit_, getuid, getgid, getpid = os.fork, os.kill, os._exit, os.getuid, os.getgid, os.getpid
     wait4 = os.wait4
@@ -79,6 +85,8 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     ms_rec_private = confine.MS_REC | confine.MS_PRIVATE
     ms_tmp, ms_shm = confine.MS_NOSUID | confine.MS_NODEV, confine.MS_NOSUID | confine.MS_NODEV | confine.MS_NOEXEC
     pr_set_pdeathsig = confine.PR_SET_PDEATHSIG
+    ms_proc = confine.MS_NOSUID | confine.MS_NODEV | confine.MS_NOEXEC
+    run_cpu_seconds = limits.cpu_seconds     # the same for every run: a run can read its own limits
     sigkill = int(_signal.SIGKILL)
     cap_header = (ctypes.c_uint32 * 2)(confine.CAP_VERSION_3, 0)
     no_caps = (ctypes.c_uint32 * 6)()
@@ -86,7 +94,8 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     rdonly, wronly = os.O_RDONLY, os.O_WRONLY
     limits_now = [(resource.RLIMIT_AS, resource.getrlimit(resource.RLIMIT_AS)),
                   (resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files)),
-                  (resource.RLIMIT_FSIZE, (limits.file_size, limits.file_size))]
+                  (resource.RLIMIT_FSIZE, (limits.file_size, limits.file_size)),
+                  (resource.RLIMIT_NPROC, (limits.processes, limits.processes))]
     rlimit_cpu = resource.RLIMIT_CPU
     uncatchable = (int(_signal.SIGKILL), int(_signal.SIGSTOP), *GLIBC_RESERVED_SIGNALS)
     catchable = [n for n in range(1, int(_signal.NSIG)) if n not in uncatchable]
@@ -189,12 +198,8 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                     continue
                 if kind != frame_run or len(buffer) < run_size:
                     break
-                _, run_id, run_all, descriptors, cpu_seconds, count = unpack_run(buffer)
-                if len(buffer) < run_size + 2 * count:
-                    break
-                order = [from_bytes(buffer[run_size + 2 * i:run_size + 2 + 2 * i], byte_order) for i in range(count)]
-                buffer = buffer[run_size + 2 * count:]
-                run_all = run_all == 1
+                _, run_id, descriptors = unpack_run(buffer)
+                buffer = buffer[run_size:]
                 channel, notes = fds[0], fds[1]
                 memory = fds[2] if descriptors > 2 else -1
                 fds = fds[descriptors:]
@@ -230,8 +235,17 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                                   + to_bytes(cpu_ms, 4, byte_order))
                             exit_(code)
                         prctl(pr_set_pdeathsig, sigkill, 0, 0, 0)   # SIGKILL when its guard goes
+                        # a /proc of its own pid namespace: no run sees another's processes
+                        if mount(b"proc", b"/proc", b"proc", ms_proc, None) != 0:
+                            exit_(run_fault)
                         if capset(cap_header, no_caps) != 0:
                             exit_(run_fault)
+                        second = fork()   # the run itself, as pid 2: the kernel drops pid 1's SIGXCPU
+                        if second != 0:
+                            while True:   # pid 1: reap everything until the run ends, then end as it did
+                                ended, status, _ = wait4(-1, 0)
+                                if ended == second:
+                                    exit_((128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF)
                         # shared memory mapped while collecting would join every run: unmap it
                         maps = open_(b"/proc/self/maps", rdonly)
                         listing = b""
@@ -245,8 +259,8 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                                 munmap(int(low, 16), int(high, 16) - int(low, 16))
                         for kind_, value in limits_now:
                             setrlimit(kind_, value)
-                        if cpu_seconds > 0:               # SIGXCPU at the limit, SIGKILL a second later
-                            setrlimit(rlimit_cpu, (cpu_seconds, cpu_seconds + 1))
+                        if run_cpu_seconds > 0:           # SIGXCPU at the limit, SIGKILL a second later
+                            setrlimit(rlimit_cpu, (run_cpu_seconds, run_cpu_seconds + 1))
                         kept_channel, kept_notes = dup(channel), dup(notes)
                         dup2(kept_channel, 3)
                         dup2(kept_notes, 4)
@@ -255,7 +269,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                         dup2(null, 0), dup2(null, 1), dup2(null, 2)
                         if null > 4:
                             close(null)
-                        code = run_items(items, order, run_all)    # <- the suite runs against one variant
+                        code = run_items(items)    # <- the suite runs against one variant, every test
                     finally:
                         exit_(code)
                 close(channel)

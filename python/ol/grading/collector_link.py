@@ -6,12 +6,13 @@ ol.grading.protocol.
 
 from __future__ import annotations
 
+import secrets
 import select
 import socket
 import time
 
 from ol.grading import confine, protocol
-from ol.grading.protocol import FrameReader, RunRequest
+from ol.grading.protocol import FrameReader, NotesStream, RunEnd, RunRequest
 from ol.grading.sandbox import Sandbox, SandboxFault
 from ol.grading.wire import read_available
 
@@ -21,45 +22,96 @@ class SuiteBroke(Exception):
     the grader's connection what is not a frame: the suite is rejected."""
 
 
+class CollectedRun:
+    """One run of the collected suite, seen from here: its notes (a socket
+    whose other end the run holds) and its end, as the collector's D frame
+    says it (the suite's own claim: README.md, what the local check
+    guarantees)."""
+
+    def __init__(self, link: CollectorLink, token: int, sock: socket.socket):
+        self.link, self.token, self.sock = link, token, sock
+        self.stream = NotesStream()
+        self.stream.lines.append({"collected": list(link.collected)})   # collected once, for every run
+        self.end: RunEnd | None = None
+
+    def watched(self) -> list:
+        return [self.sock] if self.sock is not None else []
+
+    def take(self, ready) -> list[dict]:
+        if self.sock is None or self.sock not in ready:
+            return []
+        chunk = bytearray()
+        closed = read_available(self.sock, chunk, most=8)
+        lines = self.stream.feed(bytes(chunk))
+        if closed:
+            lines += self.stream.finish()
+            self.sock.close()
+            self.sock = None
+        return lines
+
+    def ended(self, exit: int, cpu: float) -> None:
+        while self.sock is not None and self.take([self.sock]):
+            pass
+        self.end = RunEnd(exit=exit, cpu=cpu)
+
+    def go_on(self) -> None:
+        if self.sock is not None:
+            try:
+                self.sock.send(b"g")
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        if self.end is None:
+            self.link.kill_run(self.token)
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        self.link.runs.pop(self.token, None)
+
+
 class CollectorLink:
     """The local check's collected suite (ol.grading.collector), seen from here.
 
     It is started once, as a run of the tests' sandbox; each graded run is
-    then one frame to it, carrying the run's channel, a notes socket whose
-    other end stays here, and the run's memory group.  It is the suite's own
-    process: what it says about a run is the suite's claim, blind to which
-    variant the run served (README.md: what the local check guarantees), and
-    its frames are read by protocol.FrameReader, which never raises."""
+    then one frame to it, the same for every run, carrying the run's
+    channel, a notes socket whose other end stays here, and the run's memory
+    group.  A run is known to it by a random token, not a count.  It is the
+    suite's own process: what it says about a run is the suite's claim,
+    blind to which variant the run served (README.md: what the local check
+    guarantees), and its frames are read by protocol.FrameReader, which
+    never raises."""
 
-    RUN_ID = -1
-
-    def __init__(self, tests: Sandbox, user: int, memory_fd: int, collect_seconds: float):
-        """Start collecting as `user`; wait up to collect_seconds (the observer's clock) for it."""
+    def __init__(self, tests: Sandbox, user: int, memory_fd: int, collect_seconds: float, cpu_seconds: int):
+        """Start collecting as `user`; wait up to collect_seconds (the observer's clock) for it.
+        cpu_seconds: the processor time of the collector and of each of its runs (every run's)."""
         ours, theirs = socket.socketpair()
-        tests.start_run(self.RUN_ID, RunRequest(suite="student", task="collect"), theirs, user, memory_fd)
+        self.own = tests.start_run(RunRequest(suite="student", task="collect", cpu_seconds=cpu_seconds), theirs,
+                                   user, memory_fd)
         theirs.close()
-        self.run_id, self.control = self.RUN_ID, ours
+        self.control = ours
         self.frames = FrameReader()
-        self.notes: dict[int, tuple[socket.socket, bytearray, int]] = {}   # run id -> notes socket, data, memory fd
+        self.runs: dict[int, CollectedRun] = {}
         self.collected: list[str] = []
-        self.listed: set[int] = set()     # runs whose report should name the collected tests
         self.problem: dict | None = None
         self.problem_exit = 0
-        self._await_collection(collect_seconds, tests)
+        self._await_collection(collect_seconds)
 
-    def _await_collection(self, seconds: float, tests: Sandbox) -> None:
+    def _await_collection(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
         while True:
-            ready, _, _ = select.select([self.control, tests.control], [], [], max(0.0, deadline - time.monotonic()))
+            watched = [self.control, *self.own.watched()]
+            ready, _, _ = select.select(watched, [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
                 self.problem, self.problem_exit = {"problem": "collect", "detail": (
                     f"collecting your tests took longer than {seconds:.0f} s: look for a loop or a long "
                     "computation at module level (outside any test function)")}, 3
                 return
-            if tests.control in ready:
-                message = tests.receive()
-                if message.get("id") == self.RUN_ID and self.problem is None and not self._pending_frame():
-                    raise SandboxFault(self.ended(message))
+            self.own.take(ready)
+            if self.own.end is not None and self.control not in ready and not self._pending_frame():
+                raise SandboxFault(self.ended())
             if self.control in ready:
                 for frame in self._frames():
                     if frame.kind == protocol.FRAME_DONE:
@@ -86,32 +138,30 @@ class CollectorLink:
         except OSError:
             chunk = b""
         if not chunk:
-            raise SandboxFault("the process holding your collected tests closed its connection")
+            raise SandboxFault(self.ended())
         return self.frames.feed(chunk)
 
-    def start_run(self, run_id: int, request: RunRequest, channel: socket.socket, user: int,
-                  memory_fd: int = -1) -> None:
-        index = {test: n for n, test in enumerate(self.collected)}
-        order = [index[t] for t in request.order if t in index]
+    def start_run(self, request: RunRequest, channel: socket.socket, user: int, memory_fd: int = -1) -> CollectedRun:
+        token = secrets.randbits(31)
+        while token in self.runs:
+            token = secrets.randbits(31)
         ours, theirs = socket.socketpair()
         ours.setblocking(False)
         fds = [channel.fileno(), theirs.fileno()] + ([memory_fd] if memory_fd >= 0 else [])
-        frame = protocol.run_frame(run_id, request.all_tests, len(fds), request.cpu_seconds, order)
         try:
-            socket.send_fds(self.control, [frame], fds)
+            socket.send_fds(self.control, [protocol.run_frame(token, len(fds))], fds)
         except OSError as error:   # it ended between two runs: its exit status comes with the fault
             ours.close()
-            raise SandboxFault(f"the process holding your collected tests could not be sent run {run_id} "
+            raise SandboxFault(f"the process holding your collected tests could not be sent a run "
                                f"({error.strerror or error})") from None
         finally:
             theirs.close()
-        self.notes[run_id] = (ours, bytearray(), memory_fd)
-        if request.list_tests:
-            self.listed.add(run_id)
+        run = self.runs[token] = CollectedRun(self, token, ours)
+        return run
 
-    def kill_run(self, run_id: int) -> None:
+    def kill_run(self, token: int) -> None:
         try:
-            self.control.sendall(protocol.kill_frame(run_id))
+            self.control.sendall(protocol.kill_frame(token))
         except OSError:
             pass
 
@@ -123,48 +173,43 @@ class CollectorLink:
     def watched(self) -> list:
         if self.problem is not None:   # the suite did not collect: nothing more comes from it
             return []
-        return [self.control] + [sock for sock, _, _ in self.notes.values()]
+        return [self.control, *self.own.watched()]
 
-    def read(self, ready: list) -> list[dict]:
-        """"done" messages for the runs that ended, with their notes.
-        Raises SuiteBroke if the collector writes what is not a frame."""
-        for run_id, (sock, data, _) in self.notes.items():
-            if sock in ready:
-                read_available(sock, data)
+    def read(self, ready: list) -> None:
+        """Take the collector's frames: each D frame ends its run.  Raises
+        SuiteBroke if the collector writes what is not a frame, SandboxFault
+        if it ends while runs are in flight."""
+        self.own.take(ready)
         if self.control not in ready:
-            return []
+            if self.own.end is not None and not self._pending_frame():
+                raise SandboxFault(self.ended())
+            return
         try:
             chunk = self.control.recv(65536)
         except OSError:
             chunk = b""
         if not chunk:
-            raise SandboxFault("the process holding your collected tests ended during grading")
-        messages = []
+            raise SandboxFault(self.ended())
         for frame in self.frames.feed(chunk):
-            if frame.kind != protocol.FRAME_DONE or frame.run_id not in self.notes:
-                continue   # not a run in flight
-            sock, data, _ = self.notes.pop(frame.run_id)
-            read_available(sock, data)
-            sock.close()
-            notes = protocol.parse_notes(data)
-            if frame.run_id in self.listed:
-                self.listed.discard(frame.run_id)
-                notes.insert(0, {"collected": list(self.collected)})
-            messages.append({"event": "done", "id": frame.run_id, "exit": frame.exit, "notes": notes,
-                             "cpu": frame.cpu_ms / 1000})
+            run = self.runs.get(frame.run_id) if frame.kind == protocol.FRAME_DONE else None
+            if run is not None and run.end is None:
+                run.ended(frame.exit, frame.cpu_ms / 1000)
         if self.frames.broken:
             raise SuiteBroke(f"the process holding your collected tests wrote {self.frames.broken}")
-        return messages
 
-    def ended(self, message: dict) -> str:
-        return (f"the process holding your collected tests ended ({confine.describe_exit(message.get('exit'))})"
-                + (f": {message['fault']}" if message.get("fault") else "")
-                + (f": {_lines_text(message.get('notes', []))}" if message.get("notes") else ""))
+    def ended(self) -> str:
+        end = self.own.end or RunEnd()
+        notes = self.own.stream.lines
+        return (f"the process holding your collected tests ended ({confine.describe_exit(end.exit)})"
+                + (f": {'; '.join(end.faults)}" if end.faults else "")
+                + (f": {_lines_text(notes)}" if notes else ""))
 
     def close(self) -> None:
-        for sock, _, _ in self.notes.values():
-            sock.close()
+        for run in list(self.runs.values()):
+            run.close()
         self.control.close()
+        self.own.stop()
+        self.own.close()
 
 
 def _lines_text(lines: list) -> str:

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import random
 import resource
 import shutil
 import site
@@ -58,15 +59,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ol.grading import landlock, syscalls
+from ol.grading import landlock, protocol, syscalls
 
 CONFINED, BY_UID, UNCONFINED = "confined", "confined-by-uid", "unconfined"
 CONFINEMENTS = (CONFINED, BY_UID, UNCONFINED)
-RUN_UID_BASE = 610000         # the runs' unprivileged users: blocks of UID_BLOCK from here (UidBlock)
-UID_BLOCK = 64
+RUN_UID_BASE = 1 << 20        # the runs' unprivileged users: blocks of UID_BLOCK from here (UidBlock);
+                              # above 610000 + 64 000, the users of ol's before one block a check
+UID_BLOCK = 1 << 16          # per check: each run draws a fresh one (UidBlock)
 UID_BLOCKS = 1000
 UID_LOCKS = ("/run/lock", "/var/lock", "/tmp")   # where the blocks in use are locked (machine-wide)
-RUN_FAULT = os.EX_SOFTWARE   # 70: a run could not be set up or confined: the grader's fault, never a verdict
+RUN_FAULT = protocol.RUN_FAULT   # 70 (ol.grading.protocol's table of exit statuses)
 SANDBOX_FILES = "/kit"        # inside the sandbox: the files a run may read (students see "/kit" in tracebacks)
 RUNTIME = "/opt/tinyllm-ol"   # inside the sandbox: the `ol` package, read-only
 
@@ -182,10 +184,15 @@ def by_uid_usable() -> tuple[bool, str]:
             _uid_probe = (False, f"confining runs by user needs a seccomp filter for this architecture "
                                  f"({os.uname().machine}); x86_64 and aarch64 have one")
         else:
+            from ol.grading.access_times import mount_problem
+
             unreadable = _unreadable_to_others(_python_files())
-            _uid_probe = (not unreadable, f"confining runs by user needs this Python readable by other users; "
-                                          f"{unreadable} is not (make its folders world-readable, e.g. "
-                                          "chmod o+rx, or use a Python installed outside a private home folder)")
+            moving = mount_problem(installation_roots())
+            _uid_probe = ((False, f"confining runs by user needs this Python readable by other users; "
+                                  f"{unreadable} is not (make its folders world-readable, e.g. "
+                                  "chmod o+rx, or use a Python installed outside a private home folder)")
+                          if unreadable else (False, f"confining runs by user needs access times that stay still: "
+                                                     f"{moving}") if moving else (True, ""))
     return _uid_probe
 
 
@@ -328,32 +335,72 @@ def set_subreaper() -> None:
         _call("prctl", PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def run_confined(body, *, confinement: str, user: int, limits: Limits, keep_fds: dict[int, int], fault_fd: int,
-                 scratch: Path | None = None, dumpable: bool = False, memory_fd: int = -1,
+def run_confined(body, *, confinement: str, user: int, limits: Limits, keep_fds: dict[int, int], report_fd: int,
+                 private: str | None = None, dumpable: bool = False, memory_fd: int = -1,
                  readable: tuple[str, ...] = ()) -> int:
     """Fork the guard, init and run processes described above; in the run,
     call body(kept descriptors) and exit with its return value.  In the
-    caller, return the guard's pid; the guard exits with the run's status
-    (128 + signal if a signal ended it).
+    caller, return the guard's pid.
+
+    The guard tells the observer how the run ended on report_fd (a socket
+    whose other end the observer holds, never held by the run), one line of
+    protocol.end_line: the run's exit status (128 + signal if a signal ended
+    it), its processor time, and whether it was stopped.  It stops the run
+    (SIGKILL to init: in the namespace confinement the kernel then ends
+    every process of the run) as soon as report_fd turns readable: the
+    observer wrote to it or closed it.  A fault of the confinement itself (a
+    mount refused, say) goes to report_fd too, as protocol.fault_line, so a
+    run cannot fake one.  The guard's own exit status is 0, or RUN_FAULT: it
+    carries nothing of the run to the process that reaps it.
 
     keep_fds maps descriptors of the caller to the numbers they get in the
-    run (everything else is closed there).  A fault of the confinement
-    itself (a mount refused, say) is written to fault_fd, which the run
-    never holds, so a run cannot fake one.  Outside the namespace confinement, the
-    run's temporary folder is a fresh folder under `scratch`, removed when
-    the run ends.  memory_fd (>= 0) is the slot's memory cgroup's
-    cgroup.procs: the guard joins it first, so every process of the run is
-    counted there.  readable: what a run confined by uid may read besides
-    the Python installation and the system (its files).
+    run (everything else is closed there).  Outside the namespace
+    confinement, `private` is the run's temporary folder (the caller makes
+    it, owned by the run's user, and removes it when the guard has ended).
+    memory_fd (>= 0) is the slot's memory cgroup's cgroup.procs: the guard
+    joins it first, so every process of the run is counted there.
+    readable: what a run confined by uid may read besides the Python
+    installation and the system (its files).
     """
     guard = os.fork()
     if guard:
         return guard
+    code = RUN_FAULT
     try:
-        _guard(body, confinement, user, limits, keep_fds, fault_fd, scratch, dumpable, memory_fd, readable)
+        _guard(body, confinement, user, limits, keep_fds, report_fd, private, dumpable, memory_fd, readable)
+        code = 0
     except BaseException as error:
-        _report_fault(fault_fd, error)
-        os._exit(RUN_FAULT)
+        _report_fault(report_fd, error)
+    finally:
+        os._exit(code)
+
+
+def run_plain(body, *, limits: Limits, keep_fds: dict[int, int], report_fd: int, memory_fd: int = -1) -> int:
+    """Fork a guard and, below it, one process for trusted code (a variant
+    of the course's own module): resource limits, its slot's memory group
+    and only the kept descriptors, no namespaces.  The guard reports and
+    stops it on report_fd as run_confined's does.  Returns the guard's pid."""
+    guard = os.fork()
+    if guard:
+        return guard
+    code = RUN_FAULT
+    try:
+        child = os.fork()
+        if child == 0:
+            status = RUN_FAULT
+            try:
+                join_memory_group(memory_fd)
+                _set_limits(limits, user_of_its_own=False)
+                signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+                status = body(move_fds(keep_fds))
+            finally:
+                os._exit(status)
+        _report(report_fd, *watch(child, report_fd))
+        code = 0
+    except BaseException as error:
+        _report_fault(report_fd, error)
+    finally:
+        os._exit(code)
 
 
 def join_memory_group(memory_fd: int) -> None:
@@ -362,14 +409,14 @@ def join_memory_group(memory_fd: int) -> None:
         os.write(memory_fd, b"0")
 
 
-def _guard(body, confinement, user, limits, keep_fds, fault_fd, scratch, dumpable, memory_fd, readable) -> None:
+def _guard(body, confinement, user, limits, keep_fds, report_fd, private, dumpable, memory_fd, readable) -> None:
     signal.pthread_sigmask(signal.SIG_SETMASK, set())
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE):
         signal.signal(number, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)   # an observer that went away: report_fd says so, not a signal
     join_memory_group(memory_fd)
     confined = confinement == CONFINED
     uid = run_uid(user) if confinement != UNCONFINED else None
-    private = None
     if confined:
         _call("unshare", CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
         _call("mount", b"none", b"/", None, MS_REC | MS_PRIVATE, None)
@@ -379,31 +426,57 @@ def _guard(body, confinement, user, limits, keep_fds, fault_fd, scratch, dumpabl
         _call("mount", b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, f"size=512m,mode=0700{owner}".encode())
         if os.path.isdir("/dev/shm"):
             _call("mount", b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"size=64m,mode=1777")
+        freeze_mounts(writable=("/tmp", "/dev/shm"))
     else:
         set_subreaper()
-        scratch.mkdir(parents=True, exist_ok=True)
-        private = tempfile.mkdtemp(dir=scratch)
-        if uid is not None:
-            os.chown(private, uid, uid)
+        if private is None:
+            raise ConfinementError("a run outside the namespace confinement needs its temporary folder")
         os.environ.update(TMPDIR=private, HOME=private)
     init = os.fork()
     if init == 0:
         try:
-            _init(body, confinement, user, limits, keep_fds, fault_fd, dumpable, guard=os.getppid(),
+            _init(body, confinement, user, limits, keep_fds, report_fd, dumpable, guard=os.getppid(),
                   readable=(*readable, private) if private else readable)
         except BaseException as error:
-            _report_fault(fault_fd, error)
+            _report_fault(report_fd, error)
             os._exit(RUN_FAULT)
-    _, status = os.waitpid(init, 0)
-    if not confined:
+    status, cpu, stopped = watch(init, report_fd)
+    if not confined:   # escapees came back to us (subreaper); the caller kills the run's user too
         kill_descendants()
         if uid is not None:
             kill_user(uid)
-        shutil.rmtree(private, ignore_errors=True)
-    os._exit(exit_code(status))
+    _report(report_fd, status, cpu, stopped)
 
 
-def _init(body, confinement, user, limits, keep_fds, fault_fd, dumpable, guard: int, readable: tuple) -> None:
+def watch(pid: int, report_fd: int) -> tuple[int, float, bool]:
+    """Wait for the child `pid` to end, SIGKILLing it as soon as report_fd
+    turns readable (the observer asks for the run to stop, or is gone).
+    Returns (its exit code, the processor time of it and all it waited for,
+    whether it was stopped)."""
+    import select
+
+    stopped = False
+    try:
+        handle = os.pidfd_open(pid)
+    except (AttributeError, OSError):   # before Linux 5.3: look every 50 ms
+        handle = None
+    try:
+        while True:
+            if not stopped:
+                waiting = [report_fd] if handle is None else [report_fd, handle]
+                ready, _, _ = select.select(waiting, [], [], 0.05 if handle is None else None)
+                if report_fd in ready:
+                    stopped = True
+                    _sigkill([pid])
+            done, status, usage = os.wait4(pid, 0 if stopped else os.WNOHANG)
+            if done == pid:
+                return exit_code(status), usage.ru_utime + usage.ru_stime, stopped
+    finally:
+        if handle is not None:
+            os.close(handle)
+
+
+def _init(body, confinement, user, limits, keep_fds, report_fd, dumpable, guard: int, readable: tuple) -> None:
     if sys.platform.startswith("linux"):
         _call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != guard:
@@ -415,35 +488,46 @@ def _init(body, confinement, user, limits, keep_fds, fault_fd, dumpable, guard: 
         try:
             enter_run(confinement, user, limits, dumpable=dumpable, readable=readable)
         except BaseException as error:
-            _report_fault(fault_fd, error)
+            _report_fault(report_fd, error)
             os._exit(RUN_FAULT)
         code = RUN_FAULT
         try:
             code = body(move_fds(keep_fds))
         finally:
             os._exit(code)
+    os.close(report_fd)
     while True:  # pid 1 of the run: reap everything until the run itself ends
         pid, status = os.waitpid(-1, 0)
         if pid == run:
             os._exit(exit_code(status))
 
 
-def run_plain(body, *, limits: Limits, keep_fds: dict[int, int], memory_fd: int = -1) -> int:
-    """Fork one process for trusted code (a variant of the course's own
-    module): resource limits, its slot's memory group and only the kept
-    descriptors, no namespaces.  Returns its pid; it exits with body()'s
-    return value."""
-    pid = os.fork()
-    if pid:
-        return pid
-    code = RUN_FAULT
-    try:
-        join_memory_group(memory_fd)
-        _set_limits(limits, user_of_its_own=False)
-        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-        code = body(move_fds(keep_fds))
-    finally:
-        os._exit(code)
+# Linux's statvfs flags (ST_*) and the mount flags (MS_*) that keep them in a
+# bind remount: a remount must repeat the flags the kernel has locked.
+_KEPT_FLAGS = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC),
+               (getattr(os, "ST_NOATIME", 1024), 1024), (getattr(os, "ST_NODIRATIME", 2048), 2048),
+               (getattr(os, "ST_RELATIME", 4096), 1 << 21))
+
+
+def freeze_mounts(writable: tuple[str, ...]) -> None:
+    """Make every mount of this mount namespace read-only, but `writable`
+    (the run's own fresh /tmp and /dev/shm) and /proc (init mounts its own):
+    a read-only mount never changes a file's access time, so no run can
+    leave a mark in the times of a file that a later run may read (the
+    sandbox's own tmpfs root, /dev, the files bound into it)."""
+    from ol.grading.access_times import mount_points
+
+    for target in mount_points():
+        if target in writable or target == "/proc" or target.startswith("/proc/"):
+            continue
+        try:
+            flags = os.statvfs(target).f_flag
+        except OSError:
+            continue   # hidden beneath a later mount
+        if flags & os.ST_RDONLY:
+            continue
+        kept = sum(ms for st, ms in _KEPT_FLAGS if flags & st)
+        _call("mount", b"none", target.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept, None)
 
 
 def enter_run(confinement: str, user: int, limits: Limits, *, dumpable: bool = False, readable: tuple = ()) -> None:
@@ -454,7 +538,8 @@ def enter_run(confinement: str, user: int, limits: Limits, *, dumpable: bool = F
         no_new_privs
         CONFINED: a user namespace of its own (unless dumpable: the shared check's
                   collector gives one to each of its runs), no capabilities
-        BY_UID:   Landlock: read the installation, the system and `readable`,
+        BY_UID:   Landlock: read only `readable` (the role's: its files, `ol`, the
+                  standard library and what the warm process imported),
                   write only its temporary folder
         a seccomp filter: no keyring; BY_UID: no socket, SysV IPC, message queue
 
@@ -478,12 +563,9 @@ def enter_run(confinement: str, user: int, limits: Limits, *, dumpable: bool = F
             _own_user_namespace()
         if dumpable:
             _call("prctl", PR_SET_DUMPABLE, 1, 0, 0, 0)
-        if confinement == BY_UID:
-            system = ["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/dev/urandom", "/dev/random",
-                      "/dev/zero"]
+        if confinement == BY_UID:   # readable: what the role allows (ol.grading.access_times.readable_system)
             private = os.environ.get("TMPDIR", "")
-            landlock.restrict(readable=[*system, *installation_roots(), *[r for r in readable if r != private]],
-                              writable=[private] if private else [])
+            landlock.restrict(readable=[r for r in readable if r != private], writable=[private] if private else [])
         if confinement != UNCONFINED:
             syscalls.refuse(syscalls.KEYRING + (syscalls.SHARED_OBJECTS if confinement == BY_UID else ()))
     os.chdir(os.environ.get("TMPDIR") or "/tmp")
@@ -511,47 +593,63 @@ def run_uid(user: int) -> int | None:
 
 
 class UidBlock:
-    """A block of UID_BLOCK-sized ranges of run users, held (flock on a file
-    of /run/lock) for as long as this object lives, so that no two graders
-    on one machine (two students of `ol grade --jobs 2`) share a user at
-    the same time.
+    """A block of UID_BLOCK run users for one check, held (flock on a file of
+    /run/lock) for as long as this object lives, so that no two checks on
+    one machine (two students of `ol grade --jobs 2`) ever share a user.
 
-        block = UidBlock(count=10)     block.uid(i) for i < 10    block.close()
+        block = UidBlock()     uid = block.draw()     block.close()
+
+    Each run (each side of it) draws a fresh user at random from the block,
+    never one used before in this check: a run's user says nothing of its
+    role, its slot or how many runs came before it, and nothing a run
+    leaves behind that the kernel keys by user (a process that outlived the
+    run, a process count) can touch a later run.  sweep() kills every
+    process of every user of the block: a check does it when it takes the
+    block (what a killed check left) and when it ends.
     """
 
-    def __init__(self, count: int):
+    def __init__(self):
         import fcntl
 
-        needed = -(-count // UID_BLOCK)
         folder = next((f for f in UID_LOCKS if os.access(f, os.W_OK)), None)
-        self.fds: list[int] = []
+        self.fd = -1
+        self.used: set[int] = set()
+        self._random = random.SystemRandom()
         if folder is None or os.geteuid() != 0:   # no users to switch to: any base will do
             self.base = RUN_UID_BASE
             return
-        for start in range(0, UID_BLOCKS - needed + 1):
-            fds = []
-            for index in range(start, start + needed):
-                fd = os.open(os.path.join(folder, f"tinyllm-ol-uids-{index}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:
-                    os.close(fd)
-                    break
-                fds.append(fd)
-            if len(fds) == needed:
-                self.fds, self.base = fds, RUN_UID_BASE + start * UID_BLOCK
-                return
-            for fd in fds:
+        for index in range(UID_BLOCKS):
+            fd = os.open(os.path.join(folder, f"tinyllm-ol-users-{index}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
                 os.close(fd)
-        raise ConfinementError(f"no free block of {count} run users: {UID_BLOCKS} graders already run here")
+                continue
+            self.fd, self.base = fd, RUN_UID_BASE + index * UID_BLOCK
+            self.sweep()
+            return
+        raise ConfinementError(f"no free block of run users: {UID_BLOCKS} graders already run here")
 
-    def uid(self, index: int) -> int:
-        return self.base + index
+    def draw(self) -> int:
+        """A user of the block that no run of this check has had."""
+        if len(self.used) >= UID_BLOCK // 2:
+            raise ConfinementError(f"this check has used {len(self.used)} run users, the most one block holds")
+        while True:
+            uid = self.base + self._random.randrange(UID_BLOCK)
+            if uid not in self.used:
+                self.used.add(uid)
+                return uid
+
+    def sweep(self) -> None:
+        """SIGKILL every process of every user of the block, until none is left."""
+        if os.geteuid() == 0:
+            kill_users(self.base, self.base + UID_BLOCK)
 
     def close(self) -> None:
-        for fd in self.fds:
-            os.close(fd)
-        self.fds = []
+        if self.fd >= 0:
+            self.sweep()
+            os.close(self.fd)
+            self.fd = -1
 
 
 def move_fds(keep_fds: dict[int, int]) -> dict[int, int]:
@@ -617,29 +715,50 @@ def exit_code(wait_status: int) -> int:
 
 
 def describe_exit(code: int | None) -> str:
-    """How a process ended, for a person: "exit status N", or "signal N"
-    for an exit_code of 128 + N or a negative Popen returncode -N; None
-    (no status yet): "still running"."""
-    if code is None:
-        return "still running"
-    if code < 0:
-        return f"signal {-code}"
-    return f"signal {code - 128}" if code > 128 else f"exit status {code}"
+    """How a process ended, for a person (protocol.exit_meaning: the one
+    table); a negative Popen returncode -N is signal N."""
+    return protocol.exit_meaning(code)
 
 
-def _report_fault(fault_fd: int, error: BaseException) -> None:
+def _report(report_fd: int, code: int, cpu: float, stopped: bool) -> None:
+    """The run's end, as the observer reads it (protocol.end_line)."""
+    from ol.grading.protocol import end_line
+
+    _write_all(report_fd, end_line(code, cpu, stopped))
+
+
+def _report_fault(report_fd: int, error: BaseException) -> None:
+    from ol.grading.protocol import fault_line
+
+    _write_all(report_fd, fault_line(f"the run could not be confined: {error!r}"))
+
+
+def _write_all(fd: int, data: bytes) -> None:
     try:
-        os.write(fault_fd, f"the run could not be confined: {error!r}\n".encode())
+        while data:
+            data = data[os.write(fd, data):]
     except OSError:
-        pass
+        pass   # the observer is gone: nobody is left to tell
 
 
 def kill_user(uid: int) -> None:
     """SIGKILL every process of `uid` (a run's own user) until none is left."""
-    wanted = f"\nUid:\t{uid}\t"
+    kill_users(uid, uid + 1)
+
+
+def kill_users(low: int, high: int) -> None:
+    """SIGKILL every process whose real user lies in [low, high), until none is left."""
+    def chosen(status: str) -> bool:
+        at = status.find("\nUid:\t")
+        if at < 0 or "\nState:\tZ" in status:   # a zombie is dead already
+            return False
+        try:
+            return low <= int(status[at + 6:].split("\t", 1)[0]) < high
+        except ValueError:
+            return False
+
     for _ in range(50):
-        # a zombie is dead already
-        found = _processes(lambda status: wanted in status and "\nState:\tZ" not in status)
+        found = _processes(chosen)
         if not found:
             return
         _sigkill(found)

@@ -1,27 +1,39 @@
 """The stages of a grade, and verdicts read from what the observer saw.
 
     course tests     trusted tests, the student's module on the other side
-    correct first    the suite on the reference and every alternate, all tests
-                     run: it must pass them (and this is where it is collected)
-    variants         every pitfall and counted mutant, shuffled, with the
-                     reference run twice more and each alternate once more at
-                     random places; stop at each run's first failing test
+    the suite        every pitfall and counted mutant, and the correct
+                     implementations (the reference three times, each
+                     alternate twice) among them, in one random order
 
-A run is anonymous: every run of the variants stage gets the same request,
-so a suite can only tell a mutant from the reference by calling it.  A suite
-that fails a repeated correct implementation (a suite that counts runs, reads
-the clock, or guesses) is rejected.
+Every run of the suite gets the same request: every test, in the suite's own
+order, each test's outcome in its notes (README.md: no channel the grader
+opens itself).  Nothing a run can observe (its request, its limits, its
+order, its stage) depends on what any other run did: the correct
+implementations are not a first stage whose length or outcome later runs
+could measure, and a run learns the observer's decisions only by its death.
 
-    verdict    killed when the suite failed, crashed, or ran out of time;
-               only the exit status and the observer's clock decide it
+    graded tests     the tests that passed on every run of a correct
+                     implementation; every other test (failed, errored, hung,
+                     or never reached there) is left out and named, with why
+    verdict          killed when a graded test failed on it, or when the run
+                     crashed or ran out of time outside a left-out test; only
+                     the run's exit, its own notes and the observer's clock
+                     decide it
+    stops            the observer stops a mutant's run at its first graded
+                     failure (a pitfall's and a correct run go to the end:
+                     the report's "by" and the graded tests come from them).
+                     While the correct runs are still coming, a failure of a
+                     test not yet known to fail on them counts; a mutant
+                     stopped by a test that then turns out left out runs
+                     again, with a correct run among the runs again
 
-Time limits are processor time (ol.grading.scheduler): a mutant's runs get
-2 s + 10x the processor time of the slowest correct run, which the same
-suite takes on any machine under any load, so the same submission gets the
-same verdicts alone, side by side or beside a CPU hog.  The clock stops a
-run only at 3x the whole time limit (3 minutes by default): a run that
-waits rather than computes (a mutant cannot make one: it can only compute
-forever, and its processor time runs out).
+Claims in the notes are the suite's own: a run that says a test failed is a
+run whose test failed, which the suite decides anyway.  What no run can do
+is learn another run's notes or outcome.
+
+Time limits are processor time (ol.grading.scheduler), the same for every
+run of the check.  The clock stops a run only at 3x the time limit (3
+minutes by default): a run that waits rather than computes.
 """
 
 from __future__ import annotations
@@ -29,7 +41,6 @@ from __future__ import annotations
 import math
 import random
 import signal
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -41,9 +52,12 @@ from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT
 from ol.grading.variants import Variant, describe
 
 PASSED, FAILED, TIMEOUT, CRASHED = "passed", "failed", "timeout", "crashed"
+UNKNOWN = "unknown"      # stopped at a test that turned out not graded: to run again
+NOT_RUN = "not run"      # a test a correct run never reached
+STOP_FAILED, STOP_DONE = "a graded test failed", "no graded test is left"   # why the observer stops a run
 OUT_OF_PROCESSOR_TIME = (128 + signal.SIGXCPU,)   # the kernel's RLIMIT_CPU signal
 MAX_REPORTED_FAILURES = 50
-REFERENCE_REPEATS = 2
+CORRECT_RUNS = {"reference": 3, "alternate": 2}   # runs of each correct implementation among the variants
 
 
 @dataclass(frozen=True)
@@ -87,20 +101,29 @@ class CourseRun:
         return [name.rsplit("::", 1)[-1] for name, outcome in self.outcomes.items() if outcome == "passed"]
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    """A test that is not graded, because of what it did on a correct implementation."""
+
+    test: str
+    status: str                    # failed, timeout, crashed or "not run" (an earlier test ended the run)
+    implementations: tuple[str, ...]
+    detail: str = ""
+
+
 class Grader:
-    """Runs the stages above on one scheduler; remembers which tests catch
-    mutants, to try those first (one order for every run, so it says nothing
-    about which variant a run gets)."""
+    """Runs the stages above on one scheduler."""
 
     def __init__(self, session: GradingSession, scheduler: Scheduler, *, time_limit: float,
                  on_event: Callable[[dict], None] | None = None):
         self.session, self.scheduler, self.time_limit = session, scheduler, time_limit
         self.on_event = on_event or (lambda event: None)
         self.collected: list[str] = []
-        self.kills: Counter[str] = Counter()
-        self.durations: dict[str, float] = {}   # seconds each test took on the reference
+        self.left_out: dict[str, LeftOut] = {}    # test -> why it is not graded
+        self.by: dict[str, tuple[str, ...]] = {}  # a pitfall's key -> the graded tests that failed on it
+        self.correct_verdicts: list[Verdict] = []
         self.next_id = 0
-        self.reference_seconds: float | None = None   # processor time of the slowest correct run
+        self.runs = self.correct_runs = self.runs_again = 0   # of the suite: all, on correct implementations, again
 
     def _id(self) -> int:
         self.next_id += 1
@@ -119,7 +142,7 @@ class Grader:
         """The course tests on each of the course's own variants, side by side."""
         runs = {self._id(): v for v in variants}
         outcomes = self.scheduler.run([Run(i, RunRequest(suite="course", task="pytest"), v.request(), self.time_limit)
-                                    for i, v in runs.items()])
+                                       for i, v in runs.items()])
         results = {}
         for run_id, variant in runs.items():
             self._check_implementation(variant, outcomes[run_id])
@@ -128,18 +151,94 @@ class Grader:
 
     # ---- the student's suite -------------------------------------------------------------
 
-    def correct_implementations(self) -> list[Verdict]:
-        """Stage 1: the suite, every test, on the reference and each alternate.
-        Raises SuiteProblem if it cannot be collected or rejects one."""
-        variants = [self.session.reference, *self.session.alternates]
-        runs = {self._id(): v for v in variants}
-        requests = [Run(i, RunRequest(suite="student", task="grade", all_tests=True, list_tests=v.key == "reference"),
-                        v.request(), self.time_limit) for i, v in runs.items()]
-        outcomes = self.scheduler.run(requests)
-        verdicts = []
-        for run_id, variant in runs.items():
-            outcome = outcomes[run_id]
+    def suite(self, variants: list[Variant], *, correct: bool = True,
+              carried: dict[str, Verdict] | None = None) -> dict[str, Verdict]:
+        """The suite on every variant, with the correct implementations among
+        them (correct=False: only the variants, graded by the tests left out
+        before).  carried: kills kept from the last check, by variant key;
+        such a variant is not run while the test that caught it is graded.
+        Raises SuiteProblem if the suite cannot be graded: it does not
+        collect, or no test passes on every correct run."""
+        carried = dict(carried or {})
+        pending = [v for v in variants if v.key not in carried]
+        verdicts: dict[str, Verdict] = {}
+        for _ in range(len(variants) + 2):   # left-out tests only grow, and each round runs fewer: this ends
+            jobs = [(v, False) for v in pending]
+            if correct:
+                first = not self.correct_verdicts
+                jobs += ([(self.session.reference, True)] * (CORRECT_RUNS["reference"] if first else 1)
+                         + [(a, True) for a in self.session.alternates for _ in range(CORRECT_RUNS["alternate"] if first else 0)])
+            random.SystemRandom().shuffle(jobs)
+            self.on_event({"event": "plan", "runs": len(jobs)})
+            self.runs_again += len(pending) if self.runs else 0
+            self.runs += len(jobs)
+            self.correct_runs += sum(is_correct for _, is_correct in jobs)
+            outcomes = self._run_stream(jobs)
+            if correct:
+                self._grade_tests([(v, o) for (v, is_correct), o in zip(jobs, outcomes) if is_correct])
+            verdicts.update({v.key: self.verdict(v.key, o, self.time_limit, self.left_out)
+                             for (v, is_correct), o in zip(jobs, outcomes) if not is_correct})
+            for key, kept in list(carried.items()):
+                if kept.failed and kept.failed[0] not in self.left_out:
+                    verdicts[key] = kept
+                    del carried[key]
+            by_key = {v.key: v for v in variants}
+            pending = [by_key[key] for key in carried] + \
+                      [v for v in variants if v.key in verdicts and verdicts[v.key].status == UNKNOWN]
+            carried.clear()
+            if not pending:
+                break
+        for key, verdict in verdicts.items():
+            if key.startswith("pitfall:") and verdict.killed:
+                self.by[key] = verdict.failed
+        return verdicts
+
+    def _run_stream(self, jobs: list[tuple[Variant, bool]]) -> list[Outcome]:
+        """One run per job.  A mutant's run is stopped at its first failure of
+        a test not known to fail on a correct run (STOP_FAILED); any run
+        other than a correct one once it starts a test from which on every
+        test is left out (STOP_DONE: what follows cannot count)."""
+        runs = {self._id(): job for job in jobs}
+        failing_on_correct: set[str] = set(self.left_out)
+        known = {"collected": list(self.collected), "left out": set(self.left_out)}   # from the correct runs so far
+        cutoff = [_cutoff(known["collected"], known["left out"])]
+
+        def on_notes(run: Run, notes: list[dict]) -> str | None:
+            variant, is_correct = runs[run.id]
+            failed = [str(line["failed"]) for line in notes if "failed" in line]
+            if is_correct:
+                failing_on_correct.update(failed)
+                return None
+            if not variant.key.startswith("pitfall:") and any(t not in failing_on_correct for t in failed):
+                return STOP_FAILED
+            running = _unfinished(notes)
+            if running is not None and running in known["collected"][cutoff[0]:]:
+                return STOP_DONE
+            return None
+
+        def done(run: Run, outcome: Outcome) -> None:
+            variant, is_correct = runs[run.id]
             self._check_implementation(variant, outcome)
+            if is_correct:
+                listed = next((line["collected"] for line in outcome.notes if "collected" in line), [])
+                known["collected"] = known["collected"] or list(listed)
+                passed = {str(line["passed"]) for line in outcome.notes if "passed" in line}
+                known["left out"] |= {t for t in known["collected"] if t not in passed} | set(failing_on_correct)
+                cutoff[0] = _cutoff(known["collected"], known["left out"])
+            status = "correct" if is_correct else \
+                self.verdict(variant.key, outcome, self.time_limit, failing_on_correct).status
+            self.on_event({"event": "verdict", "status": status})
+
+        request = RunRequest(suite="student", task="grade")
+        wall = WALL_FACTOR * self.time_limit   # only a run that waits rather than computes meets it
+        outcomes = self.scheduler.run([Run(i, request, v.request(), self.time_limit, wall) for i, (v, _) in runs.items()],
+                                      on_done=done, on_notes=on_notes)
+        return [outcomes[i] for i in runs]
+
+    def _grade_tests(self, correct: list[tuple[Variant, Outcome]]) -> None:
+        """Which tests are graded: those that passed on every correct run.
+        Raises SuiteProblem when the suite does not collect or holds no test."""
+        for variant, outcome in correct:
             notes = merged_notes(outcome.notes)
             if outcome.exit == EXIT_COLLECT and "problem" in notes:
                 raise SuiteProblem("your tests could not be run",
@@ -148,91 +247,67 @@ class Grader:
             if outcome.exit == EXIT_EMPTY and notes.get("problem") == "empty":
                 raise SuiteProblem("your tests could not be run", [
                     "pytest found no tests in your test folder: name files test_*.py and functions test_*"])
-            if variant.key == "reference" and "collected" in notes:
-                self.collected = list(notes["collected"])
-                self.durations = _durations(outcome.notes)
-            verdicts.append(self.verdict(variant.key, outcome, self.time_limit))
-        self.reference_seconds = max(processor_seconds(outcomes[run_id]) for run_id in runs)
-        return verdicts
-
-    def variants(self, variants: list[Variant], *, repeats: bool = True) -> dict[str, Verdict]:
-        """Stage 2: the suite on each variant, shuffled, stopping at the first
-        failing test; with the correct implementations repeated among them."""
-        jobs = list(variants)
-        if repeats:
-            jobs += [self.session.reference] * REFERENCE_REPEATS + list(self.session.alternates)
-        random.SystemRandom().shuffle(jobs)
-        limit = self.mutant_time_limit()
-        runs = {self._id(): v for v in jobs}
-        self.on_event({"event": "plan", "runs": len(runs)})
-        verdicts: dict[str, Verdict] = {}
-        repeated: list[Verdict] = []
-
-        def done(run: Run, outcome: Outcome) -> None:
-            variant = runs[run.id]
-            self._check_implementation(variant, outcome)
-            verdict = self.verdict(variant.key, outcome, limit)
-            if verdict.killed and verdict.failed:
-                self.kills[verdict.failed[0]] += 1
-            if variant.key == "reference" or variant.key.startswith("alternate:"):
-                repeated.append(verdict)
-            else:
-                verdicts[variant.key] = verdict
-            self.on_event({"event": "verdict", "status": verdict.status})
-
-        request = lambda: RunRequest(suite="student", task="grade", order=self.order())  # noqa: E731
-        wall = WALL_FACTOR * self.time_limit   # only a run that waits rather than computes meets it
-        self.scheduler.run([Run(i, request, v.request(), limit, wall) for i, v in runs.items()], on_done=done)
-        rejected = [v for v in repeated if v.status != PASSED]
-        if rejected:
-            raise SuiteProblem("your tests fail on a correct implementation when it is run again", [
-                f"your tests {v.status} on {describe(v.key)} when it came up again among the mutants"
-                + (f" ({', '.join(v.failed)})" if v.failed else "") + (f": {v.detail}" if v.detail else "")
-                for v in rejected
-            ] + ["graded tests must judge what the code does: the same correct code must always pass, "
-                 "whatever ran before it"])
-        return verdicts
-
-    def mutant_time_limit(self) -> float:
-        """2 s + 10x the slowest correct run's processor time, at most the
-        time limit."""
-        if self.reference_seconds is None:
-            return self.time_limit
-        return min(self.time_limit, 2.0 + 10.0 * self.reference_seconds)
-
-    def order(self) -> list[str]:
-        """Tests that caught the most variants per second of running first,
-        then the quickest: the same order for every run at a given moment
-        (file order breaks ties)."""
-        def key(test):
-            seconds = max(self.durations.get(test, 1.0), 1e-4)
-            return -self.kills[test] / seconds, seconds
-
-        return sorted(self.collected, key=key)
+        if not self.collected:
+            for variant, outcome in correct:
+                listed = next((line["collected"] for line in outcome.notes if "collected" in line), None)
+                if listed is not None and (variant.key == "reference" or not self.collected):
+                    self.collected = list(listed)
+        for variant, outcome in correct:
+            verdict = self.verdict(variant.key, outcome, self.time_limit)
+            self.correct_verdicts.append(verdict)
+            passed = {str(line["passed"]) for line in outcome.notes if "passed" in line}
+            failed = [str(line["failed"]) for line in outcome.notes if "failed" in line]
+            running = _unfinished(outcome.notes)
+            for test in self.collected:
+                if test in passed and test not in failed:
+                    continue
+                status = (FAILED if test in failed else verdict.status if test == running else NOT_RUN)
+                detail = (verdict.detail if test == running else
+                          "an earlier test ended the run before it" if status == NOT_RUN else "")
+                known = self.left_out.get(test)
+                implementations = tuple(dict.fromkeys((*(known.implementations if known else ()), variant.key)))
+                self.left_out[test] = LeftOut(test, known.status if known else status, implementations,
+                                              known.detail if known else detail)
+        if self.collected and len(self.left_out) >= len(self.collected):
+            raise SuiteProblem("your tests fail on a correct implementation", [
+                "no test of yours passes on every correct implementation, so none can be graded:",
+                *(f"  {t.test} {t.status} on {', '.join(describe(k) for k in t.implementations)}"
+                  + (f": {t.detail}" if t.detail else "") for t in self.left_out.values())])
 
     # ---- reading outcomes --------------------------------------------------------------
 
     @staticmethod
-    def verdict(key: str, outcome: Outcome, limit: float) -> Verdict:
+    def verdict(key: str, outcome: Outcome, limit: float, left_out=frozenset()) -> Verdict:
+        """What the run says of the variant, counting only graded tests:
+        left_out holds the tests that are not graded."""
         notes = outcome.notes
-        failed = tuple(str(line["failed"]) for line in notes if "failed" in line)[:MAX_REPORTED_FAILURES]
-        running = next((str(line["running"]) for line in reversed(notes) if "running" in line), None)
+        failed = [str(line["failed"]) for line in notes if "failed" in line]
+        graded = tuple(t for t in failed if t not in left_out)[:MAX_REPORTED_FAILURES]
+        running = _unfinished(notes)
         impl_out_of_time = (out_of_processor_time(outcome.impl_exit, outcome.impl_cpu_seconds, limit)
                             and outcome.exit != EXIT_PASSED)
         if outcome.timed_out or out_of_processor_time(outcome.exit, outcome.cpu_seconds, limit) or impl_out_of_time:
+            if running is not None and running in left_out and not graded:
+                return Verdict(key, PASSED, (), outcome.seconds, f"it ran out of time in {running}, which is not graded")
             where = "running" if running else "collecting your tests (look for a loop at module level)"
             spent = (f"had not ended after {outcome.seconds:.1f} s (the time limit is {limit:.1f} s of processor "
                      "time; a run that waits uses none)" if outcome.timed_out else
                      f"had used {math.ceil(limit)} s of processor time (the time limit)" if not impl_out_of_time else
                      f"waited on the code under test, which used {math.ceil(limit)} s of processor time "
                      "(the time limit)")
-            return Verdict(key, TIMEOUT, (running,) if running else (), outcome.seconds,
+            return Verdict(key, TIMEOUT, (running,) if running else graded, outcome.seconds,
                            f"still {where} when it {spent}")
-        if outcome.exit == EXIT_PASSED:
+        if outcome.stopped:   # we ended it: a graded test had failed, or none was left to run
+            if graded:
+                return Verdict(key, FAILED, graded, outcome.seconds)
+            return Verdict(key, UNKNOWN if outcome.stopped == STOP_FAILED else PASSED, (), outcome.seconds)
+        if graded:
+            return Verdict(key, FAILED, graded, outcome.seconds)
+        if running is not None and running in left_out:   # it ended in a test that is not graded
+            return Verdict(key, PASSED, (), outcome.seconds, f"it ended during {running}, which is not graded")
+        if outcome.exit in (EXIT_PASSED, EXIT_FAILED):   # EXIT_FAILED: only tests that are not graded failed
             return Verdict(key, PASSED, (), outcome.seconds)
-        if outcome.exit == EXIT_FAILED:
-            return Verdict(key, FAILED, failed, outcome.seconds)
-        return Verdict(key, CRASHED, failed or ((running,) if running else ()), outcome.seconds,
+        return Verdict(key, CRASHED, (running,) if running else (), outcome.seconds,
                        f"the test process ended ({describe_exit(outcome.exit)})" + (f" during {running}" if running else ""))
 
     @staticmethod
@@ -280,9 +355,16 @@ def _course_run(outcome: Outcome, limit: float) -> CourseRun:
                      output=notes.get("output", ""), timed_out=out_of_time)
 
 
-def _durations(notes: list[dict]) -> dict[str, float]:
-    """Seconds per test, from the times a run said it started each one."""
-    marks = [(line["running"], line["at"]) for line in notes if "running" in line and "at" in line]
-    ended = next((line["ended"] for line in reversed(notes) if "ended" in line), None)
-    ends = [at for _, at in marks[1:]] + [ended if ended is not None else marks[-1][1] if marks else 0.0]
-    return {test: max(0.0, end - start) for (test, start), end in zip(marks, ends)}
+def _cutoff(collected: list[str], left_out: set[str]) -> int:
+    """The first index of `collected` from which on every test is left out
+    (len(collected) when the last one is graded)."""
+    cutoff = len(collected)
+    while cutoff > 0 and collected[cutoff - 1] in left_out:
+        cutoff -= 1
+    return cutoff
+
+
+def _unfinished(notes: list[dict]) -> str | None:
+    """The test a run started last and never said the outcome of (None: it finished each one)."""
+    last = next((line for line in reversed(notes) if {"running", "passed", "failed"} & line.keys()), None)
+    return str(last["running"]) if last is not None and "running" in last else None

@@ -31,7 +31,7 @@ from ol.errors import OlError
 from ol.files import write_whole
 from ol.grading.check import CheckResult, MutantLine
 from ol.grading.floors import floor_line
-from ol.grading.report import floored, implementation_name, output_heading, to_json, to_pass
+from ol.grading.report import COURSE_OUTPUT_HEADING, course_failure_lines, floored, implementation_name, output_heading, to_json, to_pass
 
 GENERATOR = "ol check --html"          # the <meta name="generator"> of every page written here
 REPORTS_DIR = ".ol/reports"             # the default folder, inside ol's own (gitignored) .ol/
@@ -100,6 +100,8 @@ def to_html(result: CheckResult, source: str, source_path: str) -> str:
     else:
         body = "\n".join((_summary(result), _pitfalls(result), _functions(result),
                           _source(result, source, source_path)))
+        if result.course_failure and result.course_failure.get("output"):
+            body += f"\n<h2>{_e(COURSE_OUTPUT_HEADING)}</h2><pre>{_e(result.course_failure['output'])}</pre>"
     data = to_json(result).replace("</", "<\\/")  # a "</script>" inside a diff cannot end the element
     return PAGE.format(title=_e(title), style=STYLE, body=body, data=data, script=SCRIPT, generator=GENERATOR)
 
@@ -117,10 +119,20 @@ def _summary(result: CheckResult) -> str:
      (to pass: {_e(to_pass(result))})</p>
   <p>= {pitfalls_caught}/{len(result.pitfalls)} pitfalls + {result.killed - pitfalls_caught}/{generated}
      generated mutants; pitfalls count in the score like any mutant.</p>
-  <p class="muted">Not counted: {excluded.get('message_only', 0)} mutants that change only an error message,
+  {_course_failure(result)}<p class="muted">Not counted: {excluded.get('message_only', 0)} mutants that change only an error message,
      {excluded.get('equivalent', 0)} reviewed equivalent mutants. ({result.seconds:.1f} s,
      {_e(result.confinement or 'confined')})</p>
 </header>"""
+
+
+def _course_failure(result: CheckResult) -> str:
+    """A line for course tests that fail on the student's code while the suite
+    was graded all the same (CheckResult.course_failure); nothing otherwise."""
+    if not result.course_failure:
+        return ""
+    first, *failing, last = course_failure_lines(result)
+    items = "".join(f"<li>{_e(line.strip())}</li>" for line in failing)
+    return f'<p id="course-failure"><b>{_e(first)}</b></p><ul>{items}</ul><p>{_e(last)}</p>\n  '
 
 
 def _not_graded(result: CheckResult) -> str:

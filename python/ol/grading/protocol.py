@@ -1,19 +1,25 @@
 """What the grader's processes say to each other: defined here once, and read
 here by functions that never raise on what a run wrote.
 
-    observer ──run request──> warm process ──fork──> run
-    observer <──"done" + notes── warm process <──notes── run
+    observer ──run request + descriptors──> warm process ──fork──> guard ──> run
+    observer <──────────────────── notes (a pipe of the observer's) ──────── run
+    observer <──end──> guard        (a socket of the observer's: the run's end; a stop)
     observer <──frames──> collector (the shared check's collected suite)
 
-Three kinds of message:
+Four kinds of message:
 
     run request     what the observer asks a warm process to run (RunRequest):
-                    trusted, built by the observer, carried by ol.grading.wire
+                    trusted, built by the observer, carried by ol.grading.wire.
+                    Every run of the student's suite gets the same one
     notes           JSON lines a run writes to its notes descriptor: what it
-                    collected, which test it is running, which failed, pytest's
-                    own report.  UNTRUSTED: the run is the student's code.
-                    parse_notes() keeps the lines that match NOTE_FIELDS and
-                    drops the rest
+                    collected, which test it is running, which passed or
+                    failed, pytest's own report.  UNTRUSTED: the run is the
+                    student's code.  parse_notes() keeps the lines that match
+                    NOTE_FIELDS and drops the rest.  They go straight to the
+                    observer: no process that forks later runs ever holds them
+    ends            what a run's guard (trusted) says on its end socket: one
+                    end_line (exit status, processor time, stopped or not),
+                    after any fault_line; read by parse_end
     frames          between the observer and the collector (ol.grading.collector),
                     little-endian, fixed layouts (FRAME_* below).  Frames from the
                     collector are UNTRUSTED (it is the suite's own process):
@@ -36,11 +42,42 @@ import re
 import struct
 from dataclasses import dataclass, field, fields
 
-MAX_NOTES_BYTES = 1 << 20        # per run: the rest is dropped
+MAX_NOTES_BYTES = 1 << 20        # per run: the notes kept; the rest is dropped
+MAX_LINE_BYTES = 256 << 10       # one note line (pytest's report, the collected test ids: far less)
 MAX_LINE_BRACKETS = 8             # [ and { outside strings, per line
 MAX_TEXT = 64 << 10               # characters of one text field (pytest's report: 60000)
 MAX_LIST = 100_000                # items of a list or dict field (test ids)
 MAX_FRAME_BYTES = 16 << 20        # body of a C or P frame
+
+# ---- a run's exit status: what each one means, in one table ------------------------------------
+#
+# A run's exit status is the only thing it ends with; what the grader reads into it comes from
+# here.  Any of them can come from the suite's own code too (os._exit(70) in a test): a run's
+# status is the suite's behaviour, never a message from the grader's code inside it.
+
+EXIT_PASSED, EXIT_FAILED, EXIT_COLLECT, EXIT_EMPTY, EXIT_THREADS = 0, 1, 3, 4, 5
+RUN_FAULT = 70   # os.EX_SOFTWARE: the grader's own code failed in the run (or the suite exited with 70)
+RUN_EXITS = {
+    EXIT_PASSED: "every test passed",
+    EXIT_FAILED: "a test failed",
+    EXIT_COLLECT: "the suite does not collect",
+    EXIT_EMPTY: "the suite holds no test",
+    EXIT_THREADS: "the suite left threads running while it was collected",
+    RUN_FAULT: "the run could not be set up, or the grader's code failed in it",
+}
+
+
+def exit_meaning(code: int | None) -> str:
+    """How a run ended, in words: its exit status and what it means, or the
+    signal (128 + N) that ended it."""
+    if code is None:
+        return "still running"
+    if code < 0:
+        return f"signal {-code}"
+    if code > 128:
+        return f"signal {code - 128}"
+    return f"exit status {code}" + (f": {RUN_EXITS[code]}" if code in RUN_EXITS else "")
+
 
 # ---- run requests (observer -> warm process; trusted) ----------------------------------------
 
@@ -49,17 +86,17 @@ MAX_FRAME_BYTES = 16 << 20        # body of a C or P frame
 class RunRequest:
     """One run, as the observer asks a warm process for it.
 
-    The tests' side gets the same request for every run of a stage (suite,
-    task, order, all_tests, list_tests): it must not tell a run which variant it faces.
-    The implementation's side gets the variant (source, modules)."""
+    The tests' side gets the same request for every graded run of the
+    student's suite, whatever it is graded against and whatever came before
+    (README.md: no channel the grader opens itself): every test, in the
+    suite's own order, to the end; the observer stops a run it has heard
+    enough from.  The implementation's side gets the variant (source,
+    modules)."""
 
     # the tests' side
     suite: str = ""                   # "student" or "course": which suite of the sandbox's files
-    task: str = "grade"               # "grade" (stop at the first failure unless all), "pytest"
+    task: str = "grade"               # "grade" (every test, each one's outcome in the notes), "pytest"
                                       # (pytest's own report), "collect" (the shared check's collector)
-    all_tests: bool = False           # run every test even after a failure
-    list_tests: bool = False          # report the collected test ids
-    order: list[str] = field(default_factory=list)   # test ids to run first, in this order
     pytest_args: list[str] = field(default_factory=list)
     # the implementation's side
     source: dict | None = None        # {"source": text, "origin": path} of the module under test
@@ -67,13 +104,15 @@ class RunRequest:
     tracebacks: bool = False          # send tracebacks of exceptions to the tests' side
     trusted: bool = False             # a variant of the course's own (not confined)
     # both sides
-    cpu_seconds: int = 0              # processor time each process of the run may use (0: the role's)
-    user: int = 0                     # the run's own user (a uid of the observer's UidBlock)
+    cpu_seconds: int = 0              # processor time each process of the run may use (0: the role's);
+                                      # the same for every run of a check: a run can read its own limits
+    user: int = 0                     # the run's own user (drawn afresh from the check's UidBlock)
 
-    def header(self, run_id: int, fds: int) -> dict:
-        """The wire message for this request."""
+    def header(self, fds: int) -> dict:
+        """The wire message for this request (no run number: nothing that
+        tells one run from another reaches the warm process)."""
         message = {f.name: getattr(self, f.name) for f in fields(self)}
-        return dict(message, op="run", id=run_id, fds=fds)
+        return dict(message, op="run", fds=fds)
 
     @classmethod
     def from_header(cls, header: dict) -> RunRequest:
@@ -88,13 +127,54 @@ class RunRequest:
         return request
 
 
-# ---- notes (run -> warm process -> observer; untrusted) --------------------------------
+# ---- ends (guard -> observer; trusted) --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """How a run ended, as its guard told the observer."""
+
+    exit: int | None = None      # None: the guard said nothing (it or its sandbox died)
+    cpu: float = 0.0             # processor seconds of the run and all it waited for
+    stopped: bool = False        # ended on the observer's request
+    faults: tuple[str, ...] = () # what the confinement could not do
+
+
+def end_line(code: int, cpu: float, stopped: bool) -> bytes:
+    return (json.dumps({"exit": int(code), "cpu": round(float(cpu), 4), "stopped": bool(stopped)}) + "\n").encode()
+
+
+def fault_line(text: str) -> bytes:
+    return (json.dumps({"fault": str(text)[-MAX_TEXT:]}) + "\n").encode()
+
+
+def parse_end(data: bytes | bytearray) -> RunEnd:
+    """A guard's lines, read back (never raises)."""
+    exit, cpu, stopped, faults = None, 0.0, False, []
+    for raw in bytes(data[:MAX_NOTES_BYTES]).split(b"\n"):
+        try:
+            line = json.loads(raw) if raw.strip() else None
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(line, dict):
+            continue
+        if isinstance(line.get("fault"), str):
+            faults.append(line["fault"])
+        if isinstance(line.get("exit"), int) and not isinstance(line.get("exit"), bool):
+            exit = line["exit"]
+            cpu = float(line["cpu"]) if isinstance(line.get("cpu"), (int, float)) else 0.0
+            stopped = line.get("stopped") is True
+    return RunEnd(exit, cpu, stopped, tuple(faults))
+
+
+# ---- notes (run -> observer; untrusted) --------------------------------------------------
 
 TEXT, NUMBER, TEXTS, TEXT_MAP = "text", "number", "texts", "text map"
 NOTE_FIELDS = {
     "collected": TEXTS,      # the suite's test ids, in collection order
     "running": TEXT,         # the test the run is starting
     "at": NUMBER,            # when it started it (time.monotonic)
+    "passed": TEXT,          # a test that passed
     "failed": TEXT,          # a test that failed
     "ended": NUMBER,         # when the run's last test ended
     "problem": TEXT,         # "collect", "empty" or "isolate": the suite could not be run
@@ -140,6 +220,58 @@ def parse_notes(data: bytes | bytearray) -> list[dict]:
             lines.append(line)
     return lines
 
+
+
+class NotesStream:
+    """A run's notes as they arrive, parsed line by line (the observer reads
+    them while the run goes on, to stop it once it has heard enough).
+
+        stream.feed(chunk) -> the lines this chunk completed, parsed
+        stream.finish()    -> the last line, if it had no newline
+        stream.lines       every line so far
+
+    What is not a note costs nothing but itself: a line that does not parse
+    (parse_note_line) is dropped, a line longer than MAX_LINE_BYTES is
+    dropped as it comes, and only the notes kept count toward
+    MAX_NOTES_BYTES, past which notes are dropped too.  So a run that
+    writes garbage into its notes loses no note it wrote whole."""
+
+    def __init__(self):
+        self.pending = bytearray()
+        self.lines: list[dict] = []
+        self.kept = 0            # bytes of the notes kept
+        self.overlong = False    # dropping the rest of a line too long to keep
+
+    def feed(self, chunk: bytes) -> list[dict]:
+        new = []
+        while chunk:
+            end = chunk.find(b"\n")
+            piece, chunk = (chunk, b"") if end < 0 else (chunk[:end], chunk[end + 1:])
+            if not self.overlong:
+                self.pending += piece[:MAX_LINE_BYTES + 1 - len(self.pending)]
+                self.overlong = len(self.pending) > MAX_LINE_BYTES
+            if end < 0:
+                break
+            if not self.overlong:
+                new += self._take(bytes(self.pending))
+            self.pending.clear()
+            self.overlong = False
+        return new
+
+    def finish(self) -> list[dict]:
+        last = [] if self.overlong else self._take(bytes(self.pending))
+        self.pending.clear()
+        return last
+
+    def _take(self, raw: bytes) -> list[dict]:
+        if self.kept + len(raw) > MAX_NOTES_BYTES:
+            return []
+        line = parse_note_line(raw)
+        if line is None:
+            return []
+        self.kept += len(raw)
+        self.lines.append(line)
+        return [line]
 
 
 def merged_notes(notes: list[dict]) -> dict:
@@ -195,26 +327,23 @@ def _checked(kind: str, value):
 
 # ---- frames (observer <-> collector) ---------------------------------------------------------
 #
-#   observer -> collector   b"R" u32 run id, u8 run all, u8 descriptors, u32 processor seconds, u16 n,
-#                           n x u16 test index; with SCM_RIGHTS the descriptors: channel, notes,
-#                           and the run's memory group's cgroup.procs where there is one
+#   observer -> collector   b"R" u32 run id, u8 descriptors; with SCM_RIGHTS the descriptors:
+#                           channel, notes, and the run's memory group's cgroup.procs where there is
+#                           one.  The same for every run: every test, in the suite's own order
 #                           b"K" u32 run id                                   kill that run
 #   collector -> observer   b"C" u32 n, then n bytes: the test ids joined by newlines
 #                           b"P" u32 n, then n bytes: kind, newline, detail   it cannot be run
 #                           b"D" u32 run id, i32 exit status, u32 processor milliseconds
 
 FRAME_RUN, FRAME_KILL, FRAME_COLLECTED, FRAME_PROBLEM, FRAME_DONE = b"R", b"K", b"C", b"P", b"D"
-RUN_HEAD = struct.Struct("<cIBBIH")       # kind, run id, all, descriptors, cpu seconds, n
+RUN_HEAD = struct.Struct("<cIB")          # kind, run id, descriptors
 KILL = struct.Struct("<cI")
 DONE = struct.Struct("<cIiI")             # kind, run id, exit status, cpu milliseconds
 SIZED_HEAD = struct.Struct("<cI")         # C and P: kind, body size
-MAX_ORDER = 65535
 
 
-def run_frame(run_id: int, run_all: bool, descriptors: int, cpu_seconds: int, order: list[int]) -> bytes:
-    order = [i for i in order if 0 <= i < 65536][:MAX_ORDER]
-    return RUN_HEAD.pack(FRAME_RUN, run_id, 1 if run_all else 0, descriptors, cpu_seconds, len(order)) + struct.pack(
-        f"<{len(order)}H", *order)
+def run_frame(run_id: int, descriptors: int) -> bytes:
+    return RUN_HEAD.pack(FRAME_RUN, run_id, descriptors)
 
 
 def kill_frame(run_id: int) -> bytes:

@@ -11,7 +11,8 @@ their private API, in one file to read again on each upgrade of either:
 The tests' warm process (ol.grading.roles) calls the warm-up functions once;
 each run calls collect and run_items, or run_pytest for pytest's own report.
 What a run says goes through a `notes` object of the caller's (anything with
-send(**message)); this file imports nothing of the grader's.
+send(**message)); of the grader it imports only the table of exit statuses
+(ol.grading.protocol).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-EXIT_PASSED, EXIT_FAILED, EXIT_COLLECT, EXIT_EMPTY = 0, 1, 3, 4
+from ol.grading.protocol import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED  # noqa: F401  (the table)
 GRADING_MAX_EXAMPLES = 20   # per Hypothesis test, in every graded run
 # Imported once in the tests' warm process, so that no run pays for them.
 WARM_MODULES = ("numpy.random", "numpy.testing", "numpy.linalg", "hypothesis.strategies", "hypothesis.extra.numpy",
@@ -59,27 +60,45 @@ def collect(session, folder: Path, notes: NoteTaker) -> tuple:
         return EXIT_COLLECT, {"problem": "collect", "detail": "\n".join(errors)[-6000:]}
     if not items:
         return EXIT_EMPTY, {"problem": "empty"}
+    items = running_order(items)
     return items, [str(item.nodeid) for item in items]
 
 
-def run_items(items: list, run_all: bool, notes: NoteTaker) -> int:
-    """Run the tests in this order; stop at the first failure unless run_all.
-    Exit 0 all passed, 1 a test failed."""
+def running_order(items: list) -> list:
+    """The order every run of a suite runs its tests in: the first case of
+    each test function (each parametrized function once), then the other
+    cases, each part in the suite's own order.  A function of the suite's
+    code alone, the same in every run whatever any run did (README.md: no
+    channel the grader opens itself); trying every function once before
+    any twice reaches a fault sooner (for the model answer of L7.3, 11
+    tests a mutant on average instead of 16 in file order)."""
+    seen: set = set()
+    first, rest = [], []
+    for item in items:
+        function = getattr(item, "originalname", None) or item.name
+        owner = (getattr(item, "fspath", None), getattr(getattr(item, "cls", None), "__qualname__", None), function)
+        (rest if owner in seen else first).append(item)
+        seen.add(owner)
+    return first + rest
+
+
+def run_items(items: list, notes: NoteTaker) -> int:
+    """Run every test, in this order, each one's outcome in the notes
+    (running, then passed or failed): whoever reads them decides when it has
+    heard enough.  Exit 0 all passed, 1 a test failed."""
     from _pytest.runner import runtestprotocol
 
-    failed = []
+    failed = False
     for index, item in enumerate(items):
-        notes.send(running=item.nodeid, at=time.monotonic())
+        notes.send(running=item.nodeid)
         following = items[index + 1] if index + 1 < len(items) else None
         try:
             item_failed = any(r.failed for r in runtestprotocol(item, nextitem=following, log=False))
         except BaseException:  # pytest.exit() or worse: the suite stops here
-            item_failed, following = True, None
-        if item_failed:
-            failed.append(item.nodeid)
             notes.send(failed=item.nodeid)
-            if not run_all or following is None:
-                break
+            return EXIT_FAILED
+        notes.send(**{"failed" if item_failed else "passed": item.nodeid})
+        failed = failed or item_failed
     notes.send(ended=time.monotonic())
     return EXIT_FAILED if failed else EXIT_PASSED
 

@@ -1,21 +1,24 @@
 """Tests that fail on a correct implementation: each one once, with its own
 failure, and the correct implementations it fails on.
 
-The first stage runs every test of the suite on the reference and on each
-alternate (ol.grading.grader); a test failing on any of them rejects the
-suite.  Then each correct implementation that rejected it runs the suite once
-more in a pytest run of its own (task "pytest"), which says, per failing test, what pytest's
-short test summary says: the exception and its message, or the assertion
-with its values ("NameError: name 'foo' is not defined", "assert 0.5 == 1.0").
+A test is graded only when it passed on every run of a correct
+implementation (ol.grading.grader); the others are left out (LeftOut:
+failed, errored, hung, or never reached because an earlier test ended the
+run) and, by the catalog's `rejected` policy, the rest of the suite is
+graded or not.  Here each correct implementation that a test failed on runs
+the suite once more in a pytest run of its own (task "pytest"), after the
+grade is made, which says, per failing test, what pytest's short test
+summary says: the exception and its message, or the assertion with its
+values ("NameError: name 'foo' is not defined", "assert 0.5 == 1.0").
 
-    found = rejected_tests(grader, session, rejected_verdicts)
-    found.entries   [{"test": node id, "status": "failed" (or "timeout", "crashed"), "failure": text,
+    found = rejected_tests(grader, session, grader.left_out)
+    found.entries   [{"test": node id, "status": "failed" (or "timeout", "crashed", "not run"), "failure": text,
                       "implementations": ["reference", "alternate:1"]}]
     found.lines     one line per test, for CheckResult.problems
     found.output    the end of pytest's report on the implementation the first test fails on,
                     from a failure's heading on
 
-Which tests failed is what the first stage saw; the failures' text is what
+Which tests failed is what the graded runs saw; the failures' text is what
 the report run said (information only, as every report of a run).
 """
 
@@ -26,7 +29,7 @@ from dataclasses import dataclass, field
 
 from ol.grading.scheduler import Run
 from ol.grading.protocol import RunRequest, merged_notes
-from ol.grading.grader import FAILED, TIMEOUT, Verdict
+from ol.grading.grader import FAILED
 from ol.grading.variants import describe
 
 REPORT_TAIL = 6000          # characters of pytest's report kept
@@ -41,37 +44,27 @@ class Rejected:
     output: str = ""
 
 
-def rejected_tests(grader, session, verdicts: list[Verdict]) -> Rejected:
-    """Each test the rejecting `verdicts` name, once, in the suite's file
-    order, with its failure as pytest words it and the implementations it
-    fails on."""
+def rejected_tests(grader, session, left_out: dict) -> Rejected:
+    """Each test of `left_out` (test -> grader.LeftOut), once, in the
+    suite's file order, with its failure as pytest words it and the
+    implementations it fails on."""
     variants = {v.key: v for v in (session.reference, *session.alternates)}
-    runs = {grader._id(): variants[v.key] for v in verdicts if v.status != TIMEOUT}   # a hang would hang again
+    failing_on = sorted({key for entry in left_out.values() if entry.status == FAILED for key in entry.implementations})
+    runs = {grader._id(): variants[key] for key in failing_on if key in variants}   # a hang would hang again
     outcomes = grader.scheduler.run([Run(run_id, RunRequest(suite="student", task="pytest"), variant.request(),
-                                      grader.time_limit) for run_id, variant in runs.items()])
+                                         grader.time_limit) for run_id, variant in runs.items()])
     notes = {variant.key: merged_notes(outcomes[run_id].notes) for run_id, variant in runs.items()}
-    notes.update({v.key: {} for v in verdicts if v.key not in notes})
     order = {test: n for n, test in enumerate(grader.collected)}
-    found: dict[str, dict] = {}
-    whole_run: list[Verdict] = []        # rejected with no single test to blame
-    for verdict in verdicts:
-        if not verdict.failed:
-            whole_run.append(verdict)
-            continue
-        said = notes[verdict.key].get("failures") or {}
-        for test in verdict.failed:
-            entry = found.setdefault(test, {"test": test, "status": verdict.status, "failure": "",
-                                            "implementations": []})
-            entry["implementations"].append(verdict.key)
-            if not entry["failure"]:
-                entry["failure"] = verdict.detail if verdict.status != FAILED else str(said.get(test) or "")
-    entries = sorted(found.values(), key=lambda e: (order.get(e["test"], len(order)), e["test"]))
+    entries = []
+    for test, entry in sorted(left_out.items(), key=lambda item: (order.get(item[0], len(order)), item[0])):
+        said = next((notes.get(key, {}).get("failures", {}).get(test) for key in entry.implementations
+                     if notes.get(key, {}).get("failures", {}).get(test)), "")
+        entries.append({"test": test, "status": entry.status, "failure": str(said or entry.detail or ""),
+                        "implementations": list(entry.implementations)})
     lines = [f"{PREFIX}{e['test']} {e['status']} on {' and '.join(named(k, session) for k in e['implementations'])}"
              + (f": {first_line(e['failure'])}" if e["failure"] else "") for e in entries]
-    lines += [f"{PREFIX}(no single test: {v.detail}) {v.status} on {named(v.key, session)}" for v in whole_run]
-    # the report on the implementation the first test names (the reports' heading says which)
-    shown = [entries[0]["implementations"][0]] if entries else [v.key for v in verdicts]
-    output = next((notes[key]["output"] for key in shown if notes[key].get("output")), "")
+    shown = [entries[0]["implementations"][0]] if entries else []
+    output = next((notes[key]["output"] for key in shown if notes.get(key, {}).get("output")), "")
     return Rejected(entries, lines, report_tail(output))
 
 

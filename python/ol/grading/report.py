@@ -16,6 +16,7 @@ from ol.grading.floors import floor_line
 
 DEFAULT_MAX_SURVIVORS = 3   # diffs shown per function; --all shows every one
 COURSE_TESTS_FAILED = "course tests fail on your code"     # how check.py's reason starts when they do
+COURSE_OUTPUT_HEADING = "The course tests on your code (pytest's report)"
 
 
 def to_json(result: CheckResult) -> str:
@@ -44,6 +45,10 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
     )
     lines.append(f"  = {pitfalls_caught}/{len(result.pitfalls)} pitfalls + {generated_killed}/{generated} "
                  "generated mutants (pitfalls count in the score like any mutant)")
+    if result.rejected:
+        lines += [""] + _left_out(result)
+    if result.course_failure:
+        lines += ["", *course_failure_lines(result)]
     lines.append("")
     lines.append("Pitfalls (each one must be caught):")
     for pitfall in result.pitfalls:
@@ -66,7 +71,11 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
         if missing:
             advice.append(f"catch pitfall{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
         advice += [f"catch at least {f['needed'] - f['caught']} more of {f['function']}'s mutants" for f in below]
-        lines.append("To pass: " + " and ".join(advice) + ". Write a test that fails on the change, then ./ol check again.")
+        tests_advice = bool(advice)
+        if result.course_failure:
+            advice.insert(0, "make the course tests pass on your code")
+        lines.append("To pass: " + " and ".join(advice) + "." + (
+            " Write a test that fails on the change, then ./ol check again." if tests_advice else ""))
     excluded = result.excluded
     lines.append("")
     timing = f"({result.seconds:.1f} s, {result.confinement or 'confined'})"
@@ -86,6 +95,8 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
         )
     if result.memory_bound:
         lines.append(f"Memory per run: {result.memory_bound}.")
+    if result.course_failure and result.course_failure.get("output"):
+        lines += ["", COURSE_OUTPUT_HEADING + ":", _indent(result.course_failure["output"].rstrip(), 2)]
     kept = []
     if result.course_tests_kept:
         kept.append("the course tests' pass (your code is unchanged)")
@@ -94,6 +105,26 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
     if kept:
         lines.append(f"Kept from your last check: {' and '.join(kept)}; --fresh grades everything again.")
     return "\n".join(lines) + "\n"
+
+
+MAX_COURSE_FAILURES = 5     # failing course tests named when the suite was graded all the same
+
+
+def course_failure_lines(result: CheckResult) -> list[str]:
+    """The course tests' failure, when the suite was graded all the same
+    (CheckResult.course_failure): each part stands on its own."""
+    failure, course = result.course_failure, result.course_tests
+    counts = f"{course['total'] - course['passed']} of {course['total']} fail" if course.get("total") else "they fail"
+    problems = list(failure.get("problems") or [])
+    reason = failure.get("reason") or COURSE_TESTS_FAILED
+    hint = reason.split(": ", 1)[1] if reason.startswith(COURSE_TESTS_FAILED + ": ") else reason
+    lines = [f"Course tests: {counts} on your code; {hint}:"]
+    lines += [f"  {problem}" for problem in problems[:MAX_COURSE_FAILURES]]
+    if len(problems) > MAX_COURSE_FAILURES:
+        lines.append(f"  ... and {len(problems) - MAX_COURSE_FAILURES} more")
+    lines.append("Your tests are graded all the same: the mutants they must catch are of the reference, not of "
+                 "your code. The check does not pass until the course tests do.")
+    return lines
 
 
 def to_pass(result: CheckResult) -> str:
@@ -105,7 +136,7 @@ def to_pass(result: CheckResult) -> str:
 def output_heading(result: CheckResult) -> str:
     """What the pytest report in a stopped check's `output` is of."""
     if (result.reason or "").startswith(COURSE_TESTS_FAILED):
-        return "The course tests on your code (pytest's report)"
+        return COURSE_OUTPUT_HEADING
     if result.rejected:
         first = result.rejected[0]["implementations"][0]
         return f"Your tests on {implementation_name(first, result)} (pytest's report, its end)"
@@ -122,6 +153,19 @@ def _rejected(result: CheckResult) -> list[str]:
         if entry["failure"]:
             lines.append(_indent(entry["failure"].rstrip(), 6))
     lines += [f"  {problem}" for problem in result.problems if "(no single test:" in problem]
+    return lines
+
+
+def _left_out(result: CheckResult) -> list[str]:
+    """The tests left out of a grade that went on: how many were graded, and each one left out with why."""
+    lines = [f"Graded: {result.graded_tests} of your {result.tests} tests.  Left out (a test counts only "
+             f"when it passes on every correct implementation; fix it to have it count again):"]
+    for entry in result.rejected:
+        where = " and ".join(implementation_name(key, result) for key in entry["implementations"])
+        why = "was never reached on" if entry["status"] == "not run" else f"{entry['status']} on"
+        lines.append(f"  {entry['test']} {why} {where}")
+        if entry["failure"]:
+            lines.append(_indent(entry["failure"].rstrip(), 6))
     return lines
 
 
@@ -166,6 +210,8 @@ def _survivors(survivors: list, max_survivors: int | None, mutants_of: str = Che
     for function, group in sorted(groups.items(), key=lambda g: -len(g[1])):
         shown = group if max_survivors is None else group[:max_survivors]
         hidden += len(group) - len(shown)
+        if not shown:   # --max-survivors 0: the counts above alone
+            continue
         lines += ["", f"in {function} ({len(group)}):"]
         for survivor in shown:
             lines.append(f"  [{survivor.id}]" + _equivalence_note(survivor))

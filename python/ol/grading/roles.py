@@ -3,9 +3,11 @@ from the setup message; run() is called in each forked run):
 
     role "tests"  the run connects the proxy module to its channel (the other
                   end is an implementation run) and runs a test suite: the
-                  student's, stopping at the first failure (task "grade"), or any
-                  suite with pytest's own report ("pytest"), or, in the shared
-                  check, collects it once and serves runs ("collect": ol.grading.collector);
+                  student's, every test in the suite's own order, each one's
+                  outcome in the notes (task "grade": the observer stops the run
+                  when it has heard enough), or any suite with pytest's own
+                  report ("pytest"), or, in the shared check, collects it once
+                  and serves runs ("collect": ol.grading.collector);
     role "impl"   the run loads one variant of the module under test and
                   serves it on its channel (ol.grading.serve).
 
@@ -49,23 +51,64 @@ class Role:
         self.setup = setup
         self.confinement = setup["confinement"]
         self.folder = Path(setup["files_root"])
-        self.scratch = None if self.confinement == "confined" else self.folder / ".runs"  # the runs' own /tmp, outside
+        # outside the namespace confinement: where each run gets a temporary folder of its own,
+        # beside the files (not beneath them: no run may list or reach another's), 0o711
+        self.runs_root = None if self.confinement == "confined" else self.folder.with_name(self.folder.name + "-runs")
         self.limits = Limits(**setup.get("limits", {}))
-        self.readable = (str(self.folder), setup["sys_path"][0])   # confined by uid: its files and `ol` (Landlock)
+        self.readable = (str(self.folder), setup["sys_path"][0])   # confined by uid: its files and `ol` (Landlock),
+                                                                    # then what run_ready adds
         sys.path[:] = setup["sys_path"]
         os.environ.clear()
         os.environ.update(setup["env"])
         sys.dont_write_bytecode = True
         write_files(self.folder, files)
+        if self.runs_root is not None:
+            self.runs_root.mkdir(mode=0o711, exist_ok=True)
+            os.chmod(self.runs_root, 0o711)
         from ol.overlay import Source, install_overlay
 
         install_overlay({name: Source.from_text(text["source"], text["origin"]) for name, text in setup["modules"].items()})
 
+    def prepare_runs(self) -> None:
+        """Confined by uid, once this process has imported all it will: what
+        its runs may read of the system (ol.grading.access_times), read once
+        now so that no run's read moves an access time a later run sees."""
+        if self.confinement != "confined-by-uid":
+            return
+        from ol.grading.access_times import prime, readable_system
+        from ol.grading.confine import ConfinementError
+
+        system = readable_system()
+        problem = prime(system)
+        if problem:
+            raise ConfinementError(problem)
+        self.readable = (*self.readable, *system)
+
+    def run_folder(self, user: int | None) -> str:
+        """A fresh temporary folder for one run outside the namespace
+        confinement: an unguessable name under runs_root, the run's user's
+        alone (the warm process removes it when the run's guard has ended)."""
+        import secrets
+
+        folder = self.runs_root / secrets.token_hex(16)
+        folder.mkdir(mode=0o700)
+        if user is not None:
+            os.chown(folder, user, user)
+        return str(folder)
+
     def limits_for(self, request) -> Limits:
-        """The role's limits, with the run's processor time."""
+        """The role's limits, with the run's processor time; the shared
+        check's collector may start COLLECTOR_PROCESSES runs' worth of
+        processes (its runs get a run's: ol.grading.collector)."""
+        limits = self.limits
         if request.cpu_seconds > 0:
-            return dataclasses.replace(self.limits, cpu_seconds=request.cpu_seconds)
-        return self.limits
+            limits = dataclasses.replace(limits, cpu_seconds=request.cpu_seconds)
+        if request.task == "collect":   # it collects, then serves every run: the observer's clock bounds that
+            from ol.grading.collector import COLLECTOR_PROCESSES
+
+            limits = dataclasses.replace(limits, processes=limits.processes * COLLECTOR_PROCESSES,
+                                         cpu_seconds=max(self.limits.cpu_seconds, 3 * limits.cpu_seconds))
+        return limits
 
     def run_or_fault(self, request) -> int:
         """run(request); an exception of ours (not of the code under test,
@@ -86,8 +129,11 @@ class Role:
 
 
 def write_files(folder: Path, files: dict[str, bytes]) -> None:
-    """The run's files, readable by the runs' users, dated the epoch (a
-    file's age must not tell a run how far the check has gone)."""
+    """The run's files, readable by the runs' users, modified at the epoch
+    (a file's age must not tell a run how far the check has gone) and
+    accessed far ahead (ol.grading.access_times: no read by a run can move
+    the access time that a later run would see)."""
+    from ol.grading.access_times import FROZEN_ACCESS_NS
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o755)
     for relative, data in files.items():
@@ -100,7 +146,7 @@ def write_files(folder: Path, files: dict[str, bytes]) -> None:
     for path in [folder, *folder.rglob("*")]:
         if path.is_dir():
             os.chmod(path, 0o755)
-        os.utime(path, (0, 0))
+        os.utime(path, ns=(FROZEN_ACCESS_NS, 0))
 
 
 class TestsRole(Role):
@@ -135,6 +181,7 @@ class TestsRole(Role):
         self.session = pytest_driver.pytest_session(self.config)
         pytest_driver.precompile(self.config, [self.folder / suite for suite in setup["suites"].values()])
         pytest_driver.warm_hypothesis()
+        self.prepare_runs()
         gc.collect()
         gc.freeze()
 
@@ -156,13 +203,12 @@ class TestsRole(Role):
                     return EXIT_COLLECT, {"problem": "isolate"}
                 return collected
 
-            def run_items(items, order, run_all):
+            def run_items(items):
                 proxy.connect(socket.socket(fileno=CHANNEL_FD))
-                ranked = [items[i] for i in order if 0 <= i < len(items)]
-                rest = [item for item in items if item not in ranked]
-                return pytest_driver.run_items(ranked + rest, run_all, Notes(NOTES_FD))
+                return pytest_driver.run_items(items, Notes(NOTES_FD))
 
-            return serve_collected(channel.detach(), collect, run_items, self.limits)
+            each_run = dataclasses.replace(self.limits, cpu_seconds=request.cpu_seconds or self.limits.cpu_seconds)
+            return serve_collected(channel.detach(), collect, run_items, each_run)
         notes = Notes(NOTES_FD)
         proxy.connect(channel)   # a call at import time reaches this run's own variant
         collected = pytest_driver.collect(self.session, folder, notes)
@@ -170,11 +216,8 @@ class TestsRole(Role):
             notes.send(**collected[1])
             return collected[0]
         items, ids = collected
-        if request.list_tests:
-            notes.send(collected=ids)
-        rank = {test: n for n, test in enumerate(request.order)}
-        items.sort(key=lambda item: rank.get(item.nodeid, len(rank)))
-        return pytest_driver.run_items(items, request.all_tests, notes)
+        notes.send(collected=ids)
+        return pytest_driver.run_items(items, notes)
 
 
 class ImplRole(Role):
@@ -190,6 +233,7 @@ class ImplRole(Role):
         self.target = setup["target"]
         for name in setup.get("preload", []):
             importlib.import_module(name)
+        self.prepare_runs()
         gc.collect()
         gc.freeze()
 
@@ -229,10 +273,17 @@ class _Broken:
 
 
 class Notes:
-    """JSON lines to the warm process: information for the student's report."""
+    """JSON lines to the observer, on a socket (NOTES_FD) that the observer
+    answers after each failure: one byte to go on (wait)."""
 
     def __init__(self, fd: int):
         self.fd = fd
+
+    def wait(self) -> bool:
+        try:
+            return os.read(self.fd, 1) != b""
+        except OSError:
+            return False
 
     def send(self, **message) -> None:
         from ol.grading.protocol import note_line

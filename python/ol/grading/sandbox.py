@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import select
 import shutil
 import signal
 import socket
@@ -23,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ol.grading import confine
-from ol.grading.protocol import RunRequest
+from ol.removal import remove_tree
+from ol.grading.protocol import NotesStream, RunEnd, RunRequest, parse_end
 from ol.grading.wire import PeerGone, WireError, read_available, recv_message, send_message
 
 OL_PACKAGE = Path(__file__).resolve().parents[1]   # the `ol` package: all a sandbox sees of ol's code
@@ -43,6 +45,81 @@ class Setup:
     role: str                       # "tests" or "impl"
     header: dict
     files: dict[str, bytes] = field(default_factory=dict)
+
+
+class RunEnds:
+    """The observer's ends of one side of one run: its notes socket (what the
+    run says, NotesStream; a byte back after a failure lets it go on) and its
+    end socket (what its guard says, protocol.parse_end; writing to it stops
+    the run)."""
+
+    def __init__(self, notes_fd: int, report: socket.socket):
+        os.set_blocking(notes_fd, False)
+        report.setblocking(False)
+        self.notes_fd, self.report = notes_fd, report
+        self.stream = NotesStream()
+        self.said = bytearray()
+        self.end: RunEnd | None = None     # set once the guard has said how the run ended (or gone quiet)
+
+    def watched(self) -> list:
+        return ([self.notes_fd] if self.notes_fd >= 0 else []) + ([self.report] if self.end is None else [])
+
+    def take(self, ready) -> list[dict]:
+        """Read what is ready (`ready`: select's list): the notes' new lines, parsed."""
+        lines = self.read_notes() if self.notes_fd >= 0 and self.notes_fd in ready else []
+        if self.end is None and self.report in ready:
+            self.read_end()
+        return lines
+
+    def read_notes(self) -> list[dict]:
+        """What the run has written since, as parsed lines; [] once it closed."""
+        if self.notes_fd < 0:
+            return []
+        chunk = bytearray()
+        closed = read_available(self.notes_fd, chunk, most=8)   # a run that never stops writing holds no loop
+        lines = self.stream.feed(bytes(chunk))
+        if closed:
+            lines += self.stream.finish()
+            os.close(self.notes_fd)
+            self.notes_fd = -1
+        return lines
+
+    def read_end(self) -> bool:
+        """Read what the guard said; True once the run has ended."""
+        closed = read_available(self.report.fileno(), self.said)
+        end = parse_end(self.said)
+        if end.exit is not None or closed:
+            self.end = end
+            if self.notes_fd >= 0:         # the run is over: what it wrote is there, take it all
+                chunk = bytearray()
+                read_available(self.notes_fd, chunk)
+                self.stream.feed(bytes(chunk))
+                self.stream.finish()
+                os.close(self.notes_fd)
+                self.notes_fd = -1
+            return True
+        return False
+
+    def go_on(self) -> None:
+        """Answer a failure the run reported: it may go on to its next test."""
+        if self.notes_fd >= 0:
+            try:
+                os.write(self.notes_fd, b"g")
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        """Ask the guard to end the run now (it answers with the run's end)."""
+        try:
+            self.report.send(b"stop")
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        if self.notes_fd >= 0:
+            os.close(self.notes_fd)
+            self.notes_fd = -1
+        self.report.close()
 
 
 class Sandbox:
@@ -105,23 +182,25 @@ class Sandbox:
             return
         read_available(fd, self.stderr)
 
-    def start_run(self, run_id: int, request: RunRequest, channel: socket.socket, user: int,
-                  memory_fd: int = -1) -> None:
+    def start_run(self, request: RunRequest, channel: socket.socket, user: int, memory_fd: int = -1) -> RunEnds:
         """Ask for one run as `user`, on `channel`, in the memory group whose
-        cgroup.procs is memory_fd (-1: none)."""
-        fds = [channel.fileno()] + ([memory_fd] if memory_fd >= 0 else [])
+        cgroup.procs is memory_fd (-1: none).  Its notes and its end come
+        back here directly (RunEnds), never through the warm process."""
+        notes_ours, notes_theirs = socket.socketpair()   # the run writes its notes; we answer "go on"
+        ours, theirs = socket.socketpair()
+        fds = [channel.fileno(), notes_theirs.fileno(), theirs.fileno()] + ([memory_fd] if memory_fd >= 0 else [])
         request = dataclasses.replace(request, user=user)
         try:
-            send_message(self.control, request.header(run_id, fds=len(fds)))
+            send_message(self.control, request.header(fds=len(fds)))
             socket.send_fds(self.control, [b"F"], fds)
         except OSError as error:   # the warm process ended: say how, not "Broken pipe"
-            raise SandboxFault(self.died(f"it could not be sent run {run_id} ({error.strerror or error})")) from None
-
-    def kill_run(self, run_id: int) -> None:
-        try:
-            send_message(self.control, {"op": "kill", "id": run_id})
-        except OSError:
-            pass
+            notes_ours.close()
+            ours.close()
+            raise SandboxFault(self.died(f"it could not be sent a run ({error.strerror or error})")) from None
+        finally:
+            notes_theirs.close()
+            theirs.close()
+        return RunEnds(notes_ours.detach(), ours)
 
     def close(self) -> None:
         try:
@@ -156,7 +235,7 @@ def make_scratch(confinement: str = confine.UNCONFINED) -> str:
             owner = int((old / "owner").read_text())
             os.kill(owner, 0)
         except ProcessLookupError:
-            shutil.rmtree(old, ignore_errors=True)
+            remove_tree(old)
         except (OSError, ValueError):
             continue
     folder = tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=base)
@@ -176,10 +255,13 @@ def runtime_copy(scratch: str) -> str:
     """A copy of the `ol` package that the runs' users can read (confined by
     uid the checkout's own copy may lie in a private folder); the folder to put
     on sys.path."""
+    from ol.grading.access_times import freeze_own
+
     runtime = Path(scratch, "runtime")
     shutil.copytree(OL_PACKAGE, runtime / "ol", ignore=shutil.ignore_patterns("__pycache__"))
     for path in [runtime, *runtime.rglob("*")]:
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    freeze_own(runtime)   # every run may read it: no read may move a time another run sees
     return str(runtime)
 
 

@@ -4,15 +4,22 @@ records how each run ended.
 
 For one run the observer makes a socket pair, hands one end to a fresh
 implementation run (it knows the variant) and the other to a fresh tests run
-(it knows nothing but the suite), and waits.  The outcome is what it observes:
-the tests run's exit status as its warm parent saw it, or the deadline that
-this process measured passing first.  Nothing a run writes can name the job
-it belongs to: the mapping from run to job lives here only.
+(it knows nothing but the suite), and waits.  Each side's notes and its end
+come straight back here (sandbox.RunEnds): the warm processes that fork the
+runs never hold them.  The outcome is what this process observes: the exit
+status the run's guard saw, or the deadline that this process measured
+passing first.  Nothing a run writes can name the job it belongs to: the
+mapping from run to job lives here only.
 
-Time: a run's time_limit is processor time, per process, enforced by the
-kernel (RLIMIT_CPU), so a verdict does not depend on how loaded the machine
-is; this process's own clock stops a run only at WALL_FACTOR times that (a
-run that sleeps or blocks uses no processor).
+The notes are read while a run goes on; a caller that has heard enough from
+a run (Scheduler.run's on_notes) stops it.  A stop reaches a run as its
+death, and what the caller decided from is never shown to any run.
+
+Time: every run of a check has the same limits (a run can read its own):
+time_limit is processor time, per process, enforced by the kernel
+(RLIMIT_CPU), so a verdict does not depend on how loaded the machine is;
+this process's own clock stops a run only at WALL_FACTOR times that (a run
+that sleeps or blocks uses no processor).
 
 What runs write is read by ol.grading.protocol alone: notes and
 collector frames, bounded, never raising.  In the shared check the tests' runs
@@ -25,8 +32,8 @@ import dataclasses
 import math
 import os
 import select
-import shutil
 import socket
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,7 +42,8 @@ from pathlib import Path
 from ol.grading import confine
 from ol.grading.collector_link import CollectorLink
 from ol.grading.memory import MemoryBound
-from ol.grading.protocol import RunRequest
+from ol.removal import remove_tree
+from ol.grading.protocol import NotesStream, RunEnd, RunRequest
 from ol.grading.sandbox import OL_PACKAGE, READY_TIMEOUT, Sandbox, SandboxFault, Setup, make_scratch, runtime_copy
 
 KILL_GRACE = 20.0        # seconds a killed run may take to be reported
@@ -44,12 +52,13 @@ WALL_FACTOR = 3.0        # a run is stopped by the clock at this many times its 
 
 @dataclass
 class Run:
-    """One run: an anonymous request for the tests' side, the variant for the
-    implementation's side, and the processor time each of its processes may
-    take (seconds; the clock stops it at WALL_FACTOR times that)."""
+    """One run: the request for the tests' side (the same for every graded
+    run of a suite), the variant for the implementation's side, and the
+    processor time each of its processes may take (seconds; the clock stops
+    it at WALL_FACTOR times that)."""
 
     id: int
-    tests: RunRequest | Callable[[], RunRequest]   # a callable is asked at start time (the order can change)
+    tests: RunRequest
     impl: RunRequest
     time_limit: float
     wall_limit: float | None = None   # the clock's own deadline (default WALL_FACTOR x time_limit)
@@ -70,6 +79,7 @@ class Outcome:
     seconds: float = 0.0
     timed_out: bool = False
     notes: list[dict] = field(default_factory=list)   # what the tests run said: information only
+    stopped: str = ""                # why the tests run was ended early (on_notes' reason; "" if it was not)
     impl_exit: int | None = None
     impl_notes: list[dict] = field(default_factory=list)
     impl_stopped: bool = False       # the implementation run was ended on the observer's request
@@ -80,9 +90,10 @@ class Outcome:
 
 # ---- slots: one run user and one memory group each ----------------------------------------
 #
-# A check with w workers has slot_count(w) = 2w + 1 slots, numbered from 0 within its own
-# block of run users (confine.UidBlock: no two checks on a machine share one): worker k's
-# tests run takes 2k, its implementation run 2k + 1, and the shared check's collector 2w.
+# A check with w workers has slot_count(w) = 2w + 1 slots, each with a memory group:
+# worker k's tests run takes 2k, its implementation run 2k + 1, and the shared check's
+# collector 2w.  A run's user is not its slot's: each run draws a fresh one from the
+# check's block (confine.UidBlock), so no run's user says where it runs or what came before.
 
 SIDES_PER_RUN = 2   # a tests run and an implementation run
 
@@ -133,10 +144,8 @@ class Scheduler:
         self.users: confine.UidBlock | None = None
         self.memory: MemoryBound | None = None
         self.runtime = confine.RUNTIME if confinement == confine.CONFINED else str(OL_PACKAGE.parent)
+        self.collect_seconds = 0.0   # the shared check: how long collecting the suite took
 
-
-    def user(self, index: int) -> int:
-        return self.users.uid(index)
 
     def memory_fd(self, index: int) -> int:
         return self.memory.join_fd(index) if self.memory is not None else -1
@@ -147,7 +156,7 @@ class Scheduler:
 
     def __enter__(self) -> Scheduler:
         try:
-            self.users = confine.UidBlock(slot_count(self.workers))
+            self.users = confine.UidBlock()
             self.memory = MemoryBound.make(slot_count(self.workers), self.wanted_limits.memory,
                                            per_user=os.geteuid() == 0 and self.confinement != confine.UNCONFINED)
             self.limits = self.memory.limits(self.wanted_limits)
@@ -176,8 +185,12 @@ class Scheduler:
         for sandbox in self.sandboxes.values():
             sandbox.close()
         self.sandboxes.clear()
+        if self.users is not None:
+            self.users.sweep()       # before the scratch folder: no run of ours still writes there
         if self.scratch is not None:
-            shutil.rmtree(self.scratch, ignore_errors=True)
+            problem = remove_tree(self.scratch)
+            if problem:
+                print(f"ol: the check's scratch folder was left behind: {problem}", file=sys.stderr)
             self.scratch = None
         if self.memory is not None:
             self.memory.close()
@@ -197,144 +210,211 @@ class Scheduler:
 
     # ---- running -----------------------------------------------------------------------
 
-    def run(self, runs: list[Run], on_done: Callable[[Run, Outcome], None] | None = None) -> dict[int, Outcome]:
-        """Every run's outcome, by id.  Raises SandboxFault if a sandbox fails."""
+    def run(self, runs: list[Run], on_done: Callable[[Run, Outcome], None] | None = None,
+            on_notes: Callable[[Run, list[dict]], str | None] | None = None) -> dict[int, Outcome]:
+        """Every run's outcome, by id.  on_notes(run, notes so far) is asked
+        whenever a tests run has written more; a reason (a non-empty string)
+        stops that run, and is its outcome's `stopped`.  Raises SandboxFault
+        if a sandbox fails."""
         pending = list(runs)
         active: dict[int, _Active] = {}
         free_slots = list(range(self.workers))
         outcomes: dict[int, Outcome] = {}
         impl = self.sandboxes["impl"]
-        while pending or active:
-            while pending and free_slots:
-                run = pending.pop(0)
-                slot = free_slots.pop(0)
-                active[run.id] = self._start(run, slot, impl)
-            now = time.monotonic()
-            wait = min(a.wake_at() for a in active.values()) - now
-            watched = [stream for sandbox in self.sandboxes.values() for stream in (sandbox.control, sandbox.process.stderr)]
-            if self.link is not None:
-                watched += self.link.watched()
-            ready, _, _ = select.select(watched, [], [], max(0.0, wait))
-            for sandbox in self.sandboxes.values():
-                if sandbox.process.stderr in ready:
-                    sandbox.drain_stderr()
-                if sandbox.control in ready:
-                    message = sandbox.receive()
-                    if self.link is not None and message.get("id") == self.link.run_id and sandbox is not impl:
-                        if self.link.problem is None:   # it ended while it still had runs to serve
-                            raise SandboxFault(self.link.ended(message))
-                        continue
-                    if message.get("event") == "done" and message.get("id") in active:
-                        self._done(active[message["id"]], sandbox is not impl, message, impl)
-            if self.link is not None:
-                for message in self.link.read([r for r in ready if r in self.link.watched()]):
-                    if message["id"] in active:
-                        self._done(active[message["id"]], True, message, impl)
-            now = time.monotonic()
-            for run_id, item in list(active.items()):
-                if item.finished():
-                    del active[run_id]
-                    free_slots.append(item.slot)
-                    outcomes[run_id] = item.outcome
-                    if item.outcome.fault:
-                        raise SandboxFault(f"a run could not be confined: {item.outcome.fault}")
-                    if on_done is not None:
-                        on_done(item.run, item.outcome)
-                elif item.overdue(now):
-                    item.expire(item.tests_side, impl)
-                elif item.lost(now):
-                    tests = item.tests_side if isinstance(item.tests_side, Sandbox) else self.sandboxes["tests"]
-                    raise SandboxFault(tests.died(f"run {run_id} was killed but never reported")
-                                      if item.outcome.exit is None else impl.died(f"run {run_id}'s implementation never ended"))
+        try:
+            while pending or active:
+                while pending and free_slots:
+                    run = pending.pop(0)
+                    item = self._start(run, free_slots.pop(0), impl)
+                    active[run.id] = item
+                now = time.monotonic()
+                wait = min([a.wake_at() for a in active.values()] or [now]) - now
+                watched = [stream for sandbox in self.sandboxes.values()
+                           for stream in (sandbox.control, sandbox.process.stderr)]
+                if self.link is not None:
+                    watched += self.link.watched()
+                for item in active.values():
+                    watched += item.watched()
+                ready = set(select.select(watched, [], [], max(0.0, wait))[0])
+                for sandbox in self.sandboxes.values():
+                    if sandbox.process.stderr in ready:
+                        sandbox.drain_stderr()
+                    if sandbox.control in ready:
+                        sandbox.receive()   # a warm process says nothing after its setup: this is its end
+                if self.link is not None:
+                    self.link.read([r for r in ready if r in self.link.watched()])
+                for item in active.values():
+                    item.read(ready, on_notes)
+                now = time.monotonic()
+                for run_id, item in list(active.items()):
+                    if item.finished():
+                        del active[run_id]
+                        free_slots.append(item.slot)
+                        item.close()
+                        outcomes[run_id] = item.outcome
+                        if item.outcome.fault:
+                            raise SandboxFault(f"a run could not be confined: {item.outcome.fault}")
+                        if on_done is not None:
+                            on_done(item.run, item.outcome)
+                    elif item.overdue(now):
+                        item.expire()
+                    elif item.lost(now):
+                        tests = item.tests_side if isinstance(item.tests_side, Sandbox) else self.sandboxes["tests"]
+                        raise SandboxFault(tests.died(f"run {run_id} was stopped but never ended")
+                                           if item.tests_end.end is None else
+                                           impl.died(f"run {run_id}'s implementation never ended"))
+        finally:
+            for item in active.values():
+                item.stop_all()
+                item.close()
         return outcomes
 
-    @staticmethod
-    def _done(item: _Active, from_tests: bool, message: dict, impl: Sandbox) -> None:
-        item.done(from_tests, message)
-        if from_tests and not item.impl_done and not item.impl_kill_sent:
-            item.impl_kill_sent = True   # nothing will call it any more
-            impl.kill_run(item.run.id)
-
     def _start(self, run: Run, slot: int, impl: Sandbox) -> _Active:
-        request = run.tests() if callable(run.tests) else run.tests
-        request = dataclasses.replace(request, cpu_seconds=run.cpu_seconds)
+        request = dataclasses.replace(run.tests, cpu_seconds=run.cpu_seconds)
         tests = self.sandboxes["course" if request.suite == "course" and "course" in self.sandboxes else "tests"]
         ours, theirs = socket.socketpair()
         side = tests
+        impl_end = tests_end = None
         try:
-            impl.start_run(run.id, dataclasses.replace(run.impl, cpu_seconds=run.cpu_seconds), ours,
-                           self.user(impl_slot(slot)), self.memory_fd(impl_slot(slot)))
+            impl_end = impl.start_run(dataclasses.replace(run.impl, cpu_seconds=run.cpu_seconds), ours,
+                                      self.users.draw(), self.memory_fd(impl_slot(slot)))
             if self.sharing == "shared" and request.task == "grade":
-                side = self._collector(tests, run.time_limit)
+                side = self._collector(tests, run)
                 if side.problem == {"problem": "isolate"}:
                     # the suite calls the code under test while it is imported: that needs a
                     # variant at collection, so from now on it is collected in every run
                     self.sharing, side = "isolated", tests
                 elif side.problem is not None:   # the suite does not collect: every run says so
-                    item = _Active(run, slot, side)
-                    self._done(item, True, {"exit": side.problem_exit, "notes": [side.problem]}, impl)
+                    item = _Active(run, slot, side, Unrun(side.problem_exit, side.problem), impl_end)
+                    item.impl_stop_sent = True
+                    impl_end.stop()
                     return item
-            side.start_run(run.id, request, theirs, self.user(tests_slot(slot)), self.memory_fd(tests_slot(slot)))
+            tests_end = side.start_run(request, theirs, self.users.draw(), self.memory_fd(tests_slot(slot)))
+        except BaseException:
+            for end in (impl_end, tests_end):
+                if end is not None:
+                    end.stop()
+                    end.close()
+            raise
         finally:
             ours.close()
             theirs.close()
-        return _Active(run, slot, side)
+        return _Active(run, slot, side, tests_end, impl_end)
 
-    def _collector(self, tests: Sandbox, time_limit: float) -> CollectorLink:
+    def _collector(self, tests: Sandbox, run: Run) -> CollectorLink:
         """The local check's collected suite, started on first use."""
         if self.link is None:
             index = collector_slot(self.workers)
-            self.link = CollectorLink(tests, self.user(index), self.memory_fd(index), time_limit * WALL_FACTOR)
+            started = time.monotonic()
+            self.link = CollectorLink(tests, self.users.draw(), self.memory_fd(index), run.time_limit * WALL_FACTOR,
+                                      run.cpu_seconds)
+            self.collect_seconds = time.monotonic() - started
         return self.link
 
 
-class _Active:
-    """One run in flight on the warm processes: both sides' notes, the deadline."""
+class Unrun:
+    """The tests' side of a run that never started: the suite did not
+    collect, and every run says so."""
 
-    def __init__(self, run: Run, slot: int, tests_side):
+    def __init__(self, exit: int, problem: dict):
+        self.end = RunEnd(exit=exit)
+        self.stream = NotesStream()
+        self.stream.lines.append(dict(problem))
+
+    def watched(self) -> list:
+        return []
+
+    def take(self, ready) -> list[dict]:
+        return []
+
+    def go_on(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _Active:
+    """One run in flight: both sides' ends (notes and how each ended), the deadline."""
+
+    def __init__(self, run: Run, slot: int, tests_side, tests_end, impl_end):
         self.run, self.slot, self.tests_side = run, slot, tests_side
+        self.tests_end, self.impl_end = tests_end, impl_end
         self.started = time.monotonic()
         self.deadline = self.started + run.deadline
         self.outcome = Outcome(run.id)
-        self.tests_done = self.impl_done = self.impl_kill_sent = False
+        self.impl_stop_sent = self.tests_stop_sent = False
         self.killed_at: float | None = None
+        self.seconds: float | None = None
+
+    def watched(self) -> list:
+        return self.tests_end.watched() + self.impl_end.watched()
+
+    def read(self, ready: set, on_notes) -> None:
+        """What either side said; stop the tests' side once on_notes has heard enough."""
+        said = self.tests_end.take(ready)
+        self.impl_end.take(ready)
+        if said and not self.tests_stop_sent and self.tests_end.end is None:
+            why = on_notes(self.run, self.tests_end.stream.lines) if on_notes is not None else None
+            if why:
+                self.tests_stop_sent, self.outcome.stopped = True, why
+                self.tests_end.stop()
+            else:   # a run waits after each failure for our word to go on
+                for _ in range(sum("failed" in line for line in said)):
+                    self.tests_end.go_on()
+        if self.tests_end.end is not None and self.seconds is None:
+            self.seconds = time.monotonic() - self.started
+        if self.tests_end.end is not None and self.impl_end.end is None and not self.impl_stop_sent:
+            self.impl_stop_sent = True   # nothing will call it any more
+            self.impl_end.stop()
+
+    def finished(self) -> bool:
+        if self.tests_end.end is None or self.impl_end.end is None:
+            return False
+        tests, impl = self.tests_end.end, self.impl_end.end
+        faults = [*tests.faults, *impl.faults]
+        outcome = self.outcome
+        if faults:
+            outcome.fault = "; ".join(faults)[-4000:]
+        elif tests.exit is None and not outcome.timed_out:
+            outcome.fault = "the tests' side of the run ended without saying how"
+        elif impl.exit is None:
+            outcome.fault = "the implementation's side of the run ended without saying how"
+        if not outcome.timed_out:
+            outcome.exit = tests.exit
+            outcome.seconds = self.seconds if self.seconds is not None else time.monotonic() - self.started
+        outcome.notes = list(self.tests_end.stream.lines)
+        outcome.cpu_seconds = tests.cpu if tests.exit is not None else None
+        outcome.impl_exit, outcome.impl_stopped = impl.exit, impl.stopped and self.impl_stop_sent
+        outcome.impl_notes = list(self.impl_end.stream.lines)
+        outcome.impl_cpu_seconds = impl.cpu if impl.exit is not None else None
+        return True
 
     def wake_at(self) -> float:
         return self.killed_at + KILL_GRACE if self.killed_at is not None else self.deadline
 
-    def done(self, from_tests: bool, message: dict) -> None:
-        if message.get("fault"):
-            self.outcome.fault = message["fault"]
-        if from_tests:
-            self.tests_done = True
-            if not self.outcome.timed_out:
-                self.outcome.exit = int(message["exit"])
-                self.outcome.seconds = time.monotonic() - self.started
-            self.outcome.notes = list(message.get("notes", []))
-            self.outcome.cpu_seconds = message.get("cpu")
-        else:
-            self.impl_done = True
-            self.outcome.impl_exit = int(message["exit"])
-            self.outcome.impl_stopped = bool(message.get("stopped"))
-            self.outcome.impl_notes = list(message.get("notes", []))
-            self.outcome.impl_cpu_seconds = message.get("cpu")
-
-    def finished(self) -> bool:
-        return self.tests_done and self.impl_done
-
     def overdue(self, now: float) -> bool:
-        return self.killed_at is None and not self.tests_done and now > self.deadline
+        return self.killed_at is None and self.tests_end.end is None and now > self.deadline
 
     def lost(self, now: float) -> bool:
         return self.killed_at is not None and now > self.killed_at + KILL_GRACE
 
-    def expire(self, tests, impl: Sandbox) -> None:
+    def expire(self) -> None:
         """The deadline passed: the run timed out, whatever it reports later."""
         self.outcome.timed_out = True
         self.outcome.exit = None
         self.outcome.seconds = time.monotonic() - self.started
         self.killed_at = time.monotonic()
-        self.impl_kill_sent = True
-        tests.kill_run(self.run.id)
-        impl.kill_run(self.run.id)
+        self.stop_all()
 
+    def stop_all(self) -> None:
+        self.impl_stop_sent = self.tests_stop_sent = True
+        self.tests_end.stop()
+        self.impl_end.stop()
+
+    def close(self) -> None:
+        self.tests_end.close()
+        self.impl_end.close()

@@ -51,6 +51,12 @@ class GradingFault(OlError):
 class GradingSession:
     """Everything grading one module needs, read once from the catalog."""
 
+    # The suite is graded against the reference's mutants, which do not depend on
+    # the student's code: failing course tests cost their own points, not the
+    # suite's grade.  A session whose correct implementation is the student's own
+    # code (ol.grading.local) needs that code to pass first.
+    suite_needs_passing_code = False
+
     def __init__(self, root: Path, module_id: str, *, cache_dir: Path | None = None,
                  pitfall_errors: list[str] | None = None):
         self.root = Path(root).resolve()
@@ -88,14 +94,19 @@ class GradingSession:
     def mutant_variants(self, which: str = "counted") -> list[Variant]:
         return [Variant(m.id, m.source, self.reference.origin) for m in getattr(self.mutants, which)]
 
-    def student_variant(self, ref_deps: bool) -> tuple[Variant, dict]:
-        """The student's own file, and (without ref_deps) the student's files
-        of every module it needs, as overrides for the implementation's side."""
+    def student_variant(self, ref_deps: bool | str) -> tuple[Variant, dict]:
+        """The student's own file, and the student's files of every module it
+        needs that ol.deps does not take from the reference under `ref_deps`
+        (False, True, or "unstarted"), as overrides for the implementation's side."""
+        from ol.deps import from_reference
+
         path = self.root / STUDENT_TREE / self.grading.target
         student = Variant("student", _text(path, whose="your"), f"{STUDENT_TREE}/{self.grading.target}")
         overrides = {}
-        if not ref_deps:
-            for owner in self.catalog.needs_closure(self.module):
+        closure = self.catalog.needs_closure(self.module)
+        referenced = from_reference(self.root, closure, ref_deps)
+        for owner in closure:
+            if owner.id not in referenced:
                 for name, file in owner.module_names.items():
                     overrides[name] = {"source": _text(self.root / STUDENT_TREE / file, whose="your"),
                                        "origin": f"{STUDENT_TREE}/{file}"}

@@ -5,26 +5,32 @@
 It is trusted: it never runs a student's code itself.  It receives a setup
 message on its control socket (files, module sources, its role), imports
 what every run needs (its role: ol.grading.roles), then forks runs on
-request (ol.grading.confine does the confining) and reports how each ended.
+request (ol.grading.confine does the confining).
 
-A run's verdict is its exit status, seen by this process's waitpid and
-passed on as such; what the run writes to its notes pipe (the tests it
-collected, the one it is running, the failures) is information for the
-student's report, never a verdict.  A run learns nothing of which job it is:
-the tests' runs get the same request every time; only the implementation
-runs know the variant, and they are in another sandbox.
+Every run is forked from this process, so whatever this process holds when
+it forks, the run holds a copy of (code that reads its own memory, through
+numpy's raw pointers, would find it).  So this process holds nothing of any
+other run: a run's notes go straight from the run to the observer (a pipe
+the observer made), how it ended goes from its guard to the observer (a
+socket the observer made), and the request is the same for every run of
+the student's suite.  What is left here is the guards' pids and each run's
+user and temporary folder, which it needs to clean up after the run:
 
-Messages (ol.grading.wire; the run's channel, and its memory group's
-cgroup.procs where there is one, travel as SCM_RIGHTS):
+    on a guard's end    (outside the namespace confinement, as root) every
+                        process of the run's user killed, then the run's
+                        folder removed (ol.removal: no tree can fault it);
+                        whatever cannot be removed is written to stderr,
+                        which the observer keeps for its fault messages
+
+This is the root side of a run, not its guard: a run that outlives its guard
+(setsid, a double fork) is still found by its user.
+
+Messages (ol.grading.wire; the descriptors travel as SCM_RIGHTS):
     -> {"op": "setup", ...}          <- {"event": "ready"} | {"event": "fault"}
-    -> {"op": "run", "id": n, ...}   <- {"event": "done", "id": n, "exit": code, "stopped": bool,
-       (protocol.RunRequest)             "notes": [...], "cpu": seconds}
-    -> {"op": "kill", "id": n}       (the run's "done" follows)
+    -> {"op": "run", ...}            (protocol.RunRequest) with the run's channel, its notes
+                                     pipe, its end socket and, where there is one, its memory
+                                     group's cgroup.procs
     -> {"op": "quit"}
-
-The notes a run writes are read by protocol.parse_notes alone: a
-run that writes anything at all there loses its own notes, nothing
-more.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import os
 import select
 import signal
 import socket
+import sys
 
 from ol.grading.roles import CHANNEL_FD, NOTES_FD, Role, traceback_text
 
@@ -52,11 +59,13 @@ def main(control_fd: int) -> None:
         _send_safely(control, {"event": "fault", "detail": f"setup failed: {traceback_text(error)}"})
         os._exit(1)
     send_message(control, {"event": "ready", "pid": os.getpid()})
+    loop = Loop(control, role)
     try:
-        Loop(control, role).serve()
+        loop.serve()
     except (PeerGone, WireError, OSError):
         pass
     finally:
+        loop.kill_all()
         os._exit(0)
 
 
@@ -72,24 +81,12 @@ def _send_safely(control, message) -> None:
 # ---- the loop ----------------------------------------------------------------------------
 
 
-class _Run:
-    def __init__(self, run_id, guard: int, notes_fd: int, fault_fd: int):
-        self.id, self.guard, self.notes_fd, self.fault_fd = run_id, guard, notes_fd, fault_fd
-        self.notes = bytearray()
-        self.fault = bytearray()
-        self.stopped = False     # killed on the observer's request
-
-    def buffer(self, name: str) -> bytearray:
-        """Where what the run wrote on its pipe `name` ("notes_fd", "fault_fd") is kept."""
-        return self.notes if name == "notes_fd" else self.fault
-
-
 class Loop:
-    """Forks runs on request and reports each one's exit status when it ends."""
+    """Forks runs on request; reaps their guards and cleans up after each."""
 
     def __init__(self, control: socket.socket, role: Role):
         self.control, self.role = control, role
-        self.runs: dict[int, _Run] = {}      # guard pid -> run
+        self.guards: dict[int, tuple[int | None, str | None]] = {}   # guard pid -> (run user, run folder)
         wake_read, self.wake_write = os.pipe()
         self.wake_read = wake_read
         for fd in (wake_read, self.wake_write):
@@ -99,126 +96,103 @@ class Loop:
 
     def serve(self) -> None:
         while True:
-            readable = [self.control, self.wake_read] + [fd for r in self.runs.values() for fd in (r.notes_fd, r.fault_fd) if fd >= 0]
-            ready, _, _ = select.select(readable, [], [], 1.0)
-            for fd in ready:
-                if fd is self.control:
-                    header, buffers = recv_message_with_fds(self.control)
-                    if header.get("op") == "quit":
-                        self.kill_all()
-                        return
-                    self.command(header, buffers)
-                elif fd == self.wake_read:
-                    try:
-                        os.read(self.wake_read, 4096)
-                    except BlockingIOError:
-                        pass
+            ready, _, _ = select.select([self.control, self.wake_read], [], [], 1.0)
+            if self.control in ready:
+                header, fds = recv_message_with_fds(self.control)
+                if header.get("op") == "quit":
+                    for fd in fds:
+                        os.close(fd)
+                    return
+                if header.get("op") == "run":
+                    self.start(header, fds)
                 else:
-                    self.drain(fd)
+                    for fd in fds:
+                        os.close(fd)
+            if self.wake_read in ready:
+                try:
+                    os.read(self.wake_read, 4096)
+                except BlockingIOError:
+                    pass
             self.reap()
-
-    def command(self, header: dict, fds: list[int]) -> None:
-        op = header.get("op")
-        if op == "run":
-            self.start(header, fds)
-        elif op == "kill":
-            for run in self.runs.values():
-                if run.id == header.get("id"):
-                    run.stopped = True
-                    _kill(run.guard)
-        else:
-            for fd in fds:
-                os.close(fd)
 
     def start(self, header: dict, fds: list[int]) -> None:
         from ol.grading import confine
         from ol.grading.protocol import RunRequest
 
         request = RunRequest.from_header(header)
-        channel = fds[0] if fds else -1
-        memory = fds[1] if len(fds) > 1 else -1
-        notes_read, notes_write = os.pipe()
-        fault_read, fault_write = os.pipe()
-        keep = {notes_write: NOTES_FD}
-        if channel >= 0:
-            keep[channel] = CHANNEL_FD
-        body = lambda moved: self.role.run_or_fault(request)  # noqa: E731
-        limits = self.role.limits_for(request)
-        if request.trusted:  # a variant of the course's own module: no need to confine it
-            guard = confine.run_plain(body, limits=limits, keep_fds=keep, memory_fd=memory)
-        else:
-            guard = confine.run_confined(
-                body, confinement=self.role.confinement, user=request.user, limits=limits, keep_fds=keep,
-                fault_fd=fault_write, scratch=self.role.scratch, dumpable=request.task == "collect", memory_fd=memory,
-                readable=self.role.readable,
-            )
-        for fd in (notes_write, fault_write, *fds):
-            os.close(fd)
-        for fd in (notes_read, fault_read):
-            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
-        self.runs[guard] = _Run(header.get("id"), guard, notes_read, fault_read)
+        try:
+            if len(fds) < 3:
+                raise ValueError(f"a run needs its channel, notes and end descriptors; {len(fds)} came")
+            channel, notes, report = fds[:3]
+            memory = fds[3] if len(fds) > 3 else -1
+            keep = {channel: CHANNEL_FD, notes: NOTES_FD}
+            body = lambda moved: self.role.run_or_fault(request)  # noqa: E731
+            limits = self.role.limits_for(request)
+            user = folder = None
+            if request.trusted:  # a variant of the course's own module: no need to confine it
+                guard = confine.run_plain(body, limits=limits, keep_fds=keep, report_fd=report, memory_fd=memory)
+            else:
+                if self.role.confinement != confine.CONFINED:
+                    user = confine.run_uid(request.user)
+                    folder = self.role.run_folder(user)
+                guard = confine.run_confined(
+                    body, confinement=self.role.confinement, user=request.user, limits=limits, keep_fds=keep,
+                    report_fd=report, private=folder, dumpable=request.task == "collect", memory_fd=memory,
+                    readable=self.role.readable,
+                )
+            self.guards[guard] = (user, folder)
+        except Exception as error:   # ours: say it where the observer reads this run's end
+            if len(fds) > 2:
+                from ol.grading.protocol import fault_line
 
-    def drain(self, fd: int) -> None:
-        """One chunk of a run's pipe, kept up to the protocol's bound; closed
-        once its writer has."""
-        from ol.grading.wire import read_available
-
-        for run in self.runs.values():
-            for name in ("notes_fd", "fault_fd"):
-                if getattr(run, name) == fd:
-                    if read_available(fd, run.buffer(name), most=1):
-                        os.close(fd)
-                        setattr(run, name, -1)
-                    return
+                try:
+                    os.write(fds[2], fault_line(f"the run could not be started: {traceback_text(error)}"))
+                except OSError:
+                    pass
+        finally:
+            for fd in fds:
+                os.close(fd)
 
     def reap(self) -> None:
-        from ol.grading.confine import exit_code
-        from ol.grading.protocol import MAX_NOTES_BYTES
-        from ol.grading.wire import READ_CHUNK, read_available
-
-        while self.runs:
+        while True:
             try:
-                pid, status, usage = os.wait4(-1, os.WNOHANG)
+                pid, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
-            run = self.runs.pop(pid, None)
-            if run is None:
-                continue
-            for name in ("notes_fd", "fault_fd"):  # what is there now; a grandchild may hold the pipe
-                fd = getattr(run, name)
-                if fd >= 0:                          # reads enough to fill the bound, no more
-                    read_available(fd, run.buffer(name), most=MAX_NOTES_BYTES // READ_CHUNK + 1)
-                    os.close(fd)
-            self.done(run, exit_code(status), usage.ru_utime + usage.ru_stime)
+            if pid in self.guards:
+                self.clean_up(*self.guards.pop(pid))
 
-    def done(self, run: _Run, code: int, cpu: float) -> None:
-        """The run's "done": its exit status, its processor time (the guard
-        and everything it waited for: the whole run), its notes."""
-        from ol.grading.protocol import parse_notes
-        from ol.grading.wire import send_message
+    def clean_up(self, user: int | None, folder: str | None) -> None:
+        """After a run's guard has ended, however it ended: every process of
+        the run's user killed, its folder removed."""
+        from ol.grading import confine
+        from ol.removal import remove_tree
 
-        message = {"event": "done", "id": run.id, "exit": code, "stopped": run.stopped,
-                   "notes": parse_notes(run.notes), "cpu": round(cpu, 4)}
-        if run.fault:
-            message["fault"] = run.fault.decode(errors="replace")[-4000:]
-        send_message(self.control, message)
+        if user is not None:
+            confine.kill_user(user)
+        if folder is not None:
+            problem = remove_tree(folder)
+            if problem:
+                print(f"ol: a run's folder was left behind: {problem}", file=sys.stderr, flush=True)
 
     def kill_all(self) -> None:
-        for guard in list(self.runs):
-            _kill(guard)
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+        for guard in list(self.guards):
+            try:
+                os.kill(guard, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for guard in list(self.guards):
+            try:
+                os.waitpid(guard, 0)
+            except ChildProcessError:
+                pass
+            self.clean_up(*self.guards.pop(guard))
 
 
 def recv_message_with_fds(sock: socket.socket) -> tuple[dict, list]:
-    """A control message; a "run" is preceded by one byte carrying its channel fd."""
+    """A control message; a "run" is followed by one byte carrying its descriptors."""
     from ol.grading.wire import recv_message
 
     header, buffers = recv_message(sock)
