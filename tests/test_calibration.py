@@ -64,6 +64,22 @@ with every pitfall caught and passed; it now fails on rope_spec: 0 of 73
 caught (at least 37 needed) (tests/test_floors.py).  The weak L7.5 suite
 catches 107/122 of attention and 12/14 of causal_mask: above its floors, it
 still fails on a04 and a05 alone.
+
+L7.4 after issue 31 (rope_spec reads one rope_parameters block per layer
+type, Gemma 3's): 515 counted mutants (500 before).  Unchanged, graded in the
+isolated mode, the suites score a 509/515, b 502/515, c 506/515 (before: 498,
+492 and 498 of 500), every pitfall caught, rope_spec 79/79 (a) and 78/79 (b,
+c): what they miss are the new mutants that break the detection of a nested
+block, which only a config with one block per layer type can show; section 13
+now asks for one.
+
+L7.7 (written from its chapter's sections 11, 13 and 14): a 219/219, b 216/219,
+c 215/219, every pitfall caught by all three, every public function at all of
+its mutants (sliding_attention 118/118, window_mask 20/20, layer_settings
+13/13).  A weak suite beside them (tests/grading_suites/l7-7-weak: its windows
+are never smaller than what a call sees) scores 167/219 = 0.76 and misses
+pitfalls w01 and w05, the window's edge and the cache that keeps and lets in
+what the window no longer sees: it fails.
 """
 
 from __future__ import annotations
@@ -79,7 +95,7 @@ SUITES = ROOT / "tests" / "calibration"
 
 
 # module -> the folder prefix of its honest suites
-SUITE_PREFIX = {"L7.3": "l7-3-suite-", "L7.4": "l7-4-suite-", "L7.5": "l7-5-suite-"}
+SUITE_PREFIX = {"L7.3": "l7-3-suite-", "L7.4": "l7-4-suite-", "L7.5": "l7-5-suite-", "L7.7": "l7-7-suite-"}
 
 
 @pytest.fixture(scope="module", params=[(m, s) for m in SUITE_PREFIX for s in "abc"], ids=lambda p: f"{p[0]}-{p[1]}")
@@ -133,4 +149,15 @@ def test_a_weak_attention_suite_fails_on_the_pitfalls_it_cannot_see():
     missed = sorted(p.id for p in r.pitfalls if not p.killed)
     assert r.reason is None and r.passed is False and missed == ["a04", "a05"], (
         f"the weak suite must fail on exactly a04 and a05; got passed={r.passed}, missed {missed}, "
+        f"score {r.killed}/{r.counted}, reason {r.reason}")
+
+
+@pytest.mark.slow
+@pytest.mark.needs_confinement
+def test_a_suite_whose_window_never_hides_a_key_fails_l7_7():
+    r = check_module(ROOT, "L7.7", CheckRequest(tests=ROOT / "tests" / "grading_suites" / "l7-7-weak",
+                                                course_tests=False, fresh=True))
+    missed = sorted(p.id for p in r.pitfalls if not p.killed)
+    assert r.reason is None and r.passed is False and missed == ["w01", "w05"], (
+        f"the weak suite must fail on exactly w01 and w05; got passed={r.passed}, missed {missed}, "
         f"score {r.killed}/{r.counted}, reason {r.reason}")

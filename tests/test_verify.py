@@ -20,12 +20,18 @@ WARNINGS = "course/mutants/L7.4/misconceptions.toml"
 def test_every_module_of_the_course_is_sound(tmp_path):
     r = run_ol(ROOT, "verify", cwd=tmp_path, timeout=1200)
     assert r.returncode == 0, explain(r)
-    for module in load_catalog(ROOT).modules:
+    modules = load_catalog(ROOT).modules
+    for number, module in enumerate(modules, start=1):
         assert f"ol verify {module.id}: sound" in r.stdout, explain(r)
+        assert re.search(rf"^ol verify {re.escape(module.id)} \({number}/{len(modules)}, \d+ s\): ", r.stderr, re.M), \
+            "each stage is shown as it starts"
+    assert re.search(r"^ol verify L7\.3 \(\d+/\d+, \d+ s\): the model answer graded against \d+ mutants", r.stderr,
+                     re.M), r.stderr
     lines = r.stdout.splitlines()
     pitfalls = ("s01", "s02", "s03", "s04", "s05", "s06", "s07",               # L7.3
                 "p01", "p02", "p03", "p04", "p05", "p06", "p07", "p08",       # L7.4
-                "a01", "a02", "a03", "a04", "a05", "a06")                     # L7.5
+                "a01", "a02", "a03", "a04", "a05", "a06",                     # L7.5
+                "w01", "w02", "w03", "w04", "w05")                            # L7.7
     for pitfall in pitfalls:
         assert any(re.match(rf"\s+ok\s+pitfall {pitfall} fails test_", line) for line in lines), explain(r)
     for warning in ("m07", "m08", "m09", "m10", "m11", "m12"):  # L7.4's chapter warnings (issue 19)
@@ -37,7 +43,7 @@ def test_every_module_of_the_course_is_sound(tmp_path):
         assert any(re.match(rf"\s+ok\s+chaff {pitfall} fails test_", line) for line in lines), explain(r)
         assert any(re.match(rf"\s+ok\s+chaff {pitfall} around the reference equals its edit", line)
                    for line in lines), explain(r)
-    assert r.stdout.count("the model answer scores 1.00") == len(graded) == 3, explain(r)
+    assert r.stdout.count("the model answer scores 1.00") == len(graded) == 4, explain(r)
 
 
 def edit(checkout, path: str, old: str, new: str):

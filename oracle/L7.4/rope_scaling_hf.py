@@ -36,12 +36,20 @@ and for every model M of TABLE_MODELS (tables at a spread of positions up to
                                     checked equal and one is stored.  Positions up to
                                     131071 make dynamic and longrope update to seq_len
                                     131072, as the case "M@131072" records.
+and for every Gemma 3 model G of LAYER_TYPE_MODELS and each of its layer types T
+(its rope_parameters hold one block per layer type, as transformers 5.19.0 writes them):
+
+  G:T/inv_freq           f32[r/2]   Gemma3RotaryEmbedding's T_inv_freq, built by HF's own
+                                    initialisation for that layer type
+  G:T/attention_scaling  f64[]      its T_attention_scaling
   __provenance__         0-d str    JSON: generator and command, versions, environment, and
                                     "cases": for each case the model, its config class and
                                     kwargs, and the inputs of rope_parameters as HF resolved
                                     them (rope_parameters dict, head_dim,
                                     max_position_embeddings, seq_len); "tables": for each
-                                    table model its case; and every key's shape, dtype, sha256
+                                    table model its case; "layer_types": for each Gemma 3
+                                    model its kwargs and the config.json fields of RoPE as
+                                    HF resolved them; and every key's shape, dtype, sha256
 """
 
 from __future__ import annotations
@@ -53,8 +61,9 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
-from transformers import LlamaConfig, Phi3Config, PhiConfig, Qwen2Config
+from transformers import Gemma3TextConfig, LlamaConfig, Phi3Config, PhiConfig, Qwen2Config
 from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+from transformers.models.gemma3 import modeling_gemma3 as gemma3
 from transformers.models.llama import modeling_llama as llama
 from transformers.models.phi import modeling_phi as phi
 from transformers.models.phi3 import modeling_phi3 as phi3
@@ -247,6 +256,44 @@ TABLE_MODELS = {
 }
 
 
+# Gemma 3: one rope_parameters block per layer type (Gemma3TextConfig's own conversion
+# from the legacy rope_theta, rope_local_base_freq and rope_scaling fields, as the Hub's
+# config.json files still write them).  The 270M model: plain RoPE, base 1e4 on its
+# sliding layers and 1e6 on its full ones; the 4B: linear scaling by 8 on the full ones.
+# (Gemma3RotaryEmbedding's default rule ignores partial_rotary_factor: no case uses one.)
+LAYER_TYPE_MODELS = {
+    "gemma3-270m": dict(  # google/gemma-3-270m
+        hidden_size=640, num_attention_heads=4, num_key_value_heads=1, head_dim=256, num_hidden_layers=18,
+        max_position_embeddings=32768, sliding_window=512, rope_theta=1000000.0, rope_local_base_freq=10000.0,
+    ),
+    "gemma3-4b": dict(  # google/gemma-3-4b-it's text config
+        hidden_size=2560, num_attention_heads=8, num_key_value_heads=4, head_dim=256, num_hidden_layers=34,
+        max_position_embeddings=131072, sliding_window=1024, rope_theta=1000000.0, rope_local_base_freq=10000.0,
+        rope_scaling={"factor": 8.0, "rope_type": "linear"},
+    ),
+    "gemma3-made-up": dict(  # made up: the scaling on the sliding layers this time, head_dim 64
+        hidden_size=256, num_attention_heads=4, num_key_value_heads=2, head_dim=64, num_hidden_layers=4,
+        max_position_embeddings=8192, sliding_window=128, layer_types=["sliding_attention", "full_attention"] * 2,
+        rope_parameters={"sliding_attention": {"rope_type": "linear", "rope_theta": 500.0, "factor": 2.0},
+                         "full_attention": {"rope_type": "default", "rope_theta": 50000.0}},
+    ),
+}
+
+
+def hf_layer_types(model: str) -> tuple[dict, dict]:
+    """({layer type: (inv_freq, attention_scaling)} from Gemma3RotaryEmbedding, the config.json
+    fields of RoPE as HF resolved them)."""
+    config = Gemma3TextConfig(**copy.deepcopy(LAYER_TYPE_MODELS[model]))
+    rotary = gemma3.Gemma3RotaryEmbedding(config)
+    values = {t: (getattr(rotary, f"{t}_inv_freq").numpy().copy(), float(getattr(rotary, f"{t}_attention_scaling")))
+              for t in sorted(set(config.layer_types))}
+    resolved = {"head_dim": config.head_dim, "hidden_size": config.hidden_size,
+                "num_attention_heads": config.num_attention_heads,
+                "max_position_embeddings": config.max_position_embeddings,
+                "layer_types": list(config.layer_types), "rope_parameters": copy.deepcopy(config.rope_parameters)}
+    return values, resolved
+
+
 # ---- HF -----------------------------------------------------------------------
 
 
@@ -323,6 +370,13 @@ def build() -> dict[str, np.ndarray]:
             arrays[f"tables/{model}/cos"] = cos
             arrays[f"tables/{model}/sin"] = sin
             tables[model] = case
+        layer_types = {}
+        for model, kwargs in LAYER_TYPE_MODELS.items():
+            values, resolved = hf_layer_types(model)
+            for layer_type, (inv_freq, attention) in values.items():
+                arrays[f"{model}:{layer_type}/inv_freq"] = inv_freq
+                arrays[f"{model}:{layer_type}/attention_scaling"] = np.array(attention, dtype=np.float64)
+            layer_types[model] = {"class": "Gemma3TextConfig", "kwargs": kwargs, "config": resolved}
     return fixture_file.with_provenance(arrays, {
         **FIXTURE.header(),
         "versions": {"transformers": transformers.__version__, "torch": torch.__version__},
@@ -331,6 +385,7 @@ def build() -> dict[str, np.ndarray]:
         "environment": fixture_file.environment(),
         "cases": cases,
         "tables": tables,
+        "layer_types": layer_types,
     })
 
 

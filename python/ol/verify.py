@@ -15,13 +15,17 @@
                    equivalent)
 
 A change to the reference that breaks any of this is reported, never
-silently absorbed.  Runs nothing inside the student's tree.
+silently absorbed.  Runs nothing inside the student's tree.  Each stage is
+announced as it starts (`on_step`; the command prints it on stderr with
+the seconds so far), so a minute of grading the model answer is not silence.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 import tomllib
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,15 +53,18 @@ class VerifyResult:
         (self.ok_lines if condition else self.problems).append(good if condition else bad)
 
 
-def verify_module(root: Path, module_id: str, *, workers: int = 2) -> VerifyResult:
-    """Every check above for one module; problems are listed, not raised."""
+def verify_module(root: Path, module_id: str, *, workers: int = 2,
+                  on_step: Callable[[str], None] = lambda step: None) -> VerifyResult:
+    """Every check above for one module; problems are listed, not raised;
+    on_step(what) as each stage starts."""
     root = Path(root).resolve()
     module = load_catalog(root).get(module_id)
     result = VerifyResult(module.id)
     if module.grading is None:
+        on_step("the reference and a fresh stub on the course tests")
         _verify_course_tests(root, module, result, workers)
     else:
-        _verify_graded(root, module, result, workers)
+        _verify_graded(root, module, result, workers, on_step)
     return result
 
 
@@ -82,7 +89,8 @@ def _check_reference_and_stub(result, ok, passed, failed, output, stub_passed, s
                  f"a fresh stub PASSES course tests {', '.join(stub_passed)}: they test nothing the stub lacks")
 
 
-def _verify_graded(root: Path, module: Module, result: VerifyResult, workers: int) -> None:
+def _verify_graded(root: Path, module: Module, result: VerifyResult, workers: int,
+                   on_step: Callable[[str], None]) -> None:
     """A graded module: every check, through one grading session."""
     from ol.grading.mutants import overlapping_edits
     from ol.grading.session import GradingSession
@@ -92,6 +100,7 @@ def _verify_graded(root: Path, module: Module, result: VerifyResult, workers: in
 
     grading = module.grading
     pitfall_errors: list[str] = []
+    on_step("the mutant set (mutmut's, built once and cached)")
     session = GradingSession(root, module.id, pitfall_errors=pitfall_errors)
     result.problems.extend(pitfall_errors)
     result.problems.extend(overlapping_edits(root / grading.pitfalls, session.reference.source))
@@ -105,6 +114,8 @@ def _verify_graded(root: Path, module: Module, result: VerifyResult, workers: in
         result.problems.append(str(error))
         chaffs = []
     variants = [session.reference, stub, *session.alternates, *edits, *chaffs, *warned]
+    on_step(f"the course tests on {len(variants)} variants (the reference, a stub, the alternates, each pitfall "
+            "and its chaff, the chapter's warnings)")
     with session.scheduler({}, workers=workers) as scheduler:
         runs = Grader(session, scheduler, time_limit=COURSE_TESTS_TIME_LIMIT).course_tests_of(variants)
     reference, stub_run = runs.pop("reference"), runs.pop("stub")
@@ -129,10 +140,14 @@ def _verify_graded(root: Path, module: Module, result: VerifyResult, workers: in
         result.check(not missed, f"{said} fails {', '.join(entry['caught_by'])}",
                      f"{said} is NOT caught by {', '.join(missed)} (it fails: {', '.join(sorted(failed)) or 'nothing'})")
     if chaffs and not pitfall_errors:
+        on_step(f"each of the {len(chaffs)} chaffs against its pitfall's edits on the course tests' calls")
         _verify_chaffs_mean_their_edits(session, result)
     if pitfall_errors:
         result.problems.append("the model answer is not graded until every pitfall applies to the reference")
     else:
+        on_step(f"the model answer graded against {len(session.mutants.counted)} mutants and "
+                f"{len(session.mutants.pitfalls)} pitfalls, then the {len(session.mutants.equivalent)} reviewed "
+                "equivalent ones")
         _verify_grading(session, result, workers)
 
 
@@ -225,8 +240,13 @@ def run(args: argparse.Namespace, ctx) -> int:
     confine.pin_blas_threads()   # before numpy loads
     modules = [ctx.module(args.module)] if args.module else list(ctx.catalog.modules)
     status = OK
-    for module in modules:
-        outcome = verify_module(ctx.root, module.id)
+    started = time.monotonic()
+    for number, module in enumerate(modules, start=1):
+        def step(what: str, module=module, number=number) -> None:
+            print(f"ol verify {module.id} ({number}/{len(modules)}, {time.monotonic() - started:.0f} s): {what}",
+                  file=ctx.err, flush=True)
+
+        outcome = verify_module(ctx.root, module.id, on_step=step)
         print(f"ol verify {module.id}: {'sound' if outcome.ok else 'PROBLEMS'}", file=ctx.out)
         for line in outcome.ok_lines:
             print(f"  ok       {line}", file=ctx.out)

@@ -127,6 +127,56 @@ def test_attention_scaling_golden(rope_scaling_hf, expect):
     cases.report("differ from HF")
 
 
+def test_layer_types_golden(rope_scaling_hf, expect):
+    # Gemma 3's config.json holds one rope_parameters block per layer type; rope_spec(config,
+    # layer_type=T) must give what Gemma3RotaryEmbedding builds for T.
+    cases = Cases()
+    for model, described in rope_scaling_hf.provenance["layer_types"].items():
+        config = described["config"]
+        for layer_type in sorted(set(config["layer_types"])):
+            key = f"{model}:{layer_type}"
+            block = config["rope_parameters"][layer_type]
+
+            def spec(rope, layer_type=layer_type):
+                return rope.rope_spec(copy.deepcopy(config), layer_type=layer_type)
+
+            what = f"{model}, {layer_type} layers ({rule(block['rope_type'])}, base {block['rope_theta']:g})"
+            cases.check(key, lambda spec=spec, key=key, what=what: expect.close(
+                lambda rope: spec(rope).inv_freq, rope_scaling_hf[f"{key}/inv_freq"], 0.0,
+                f"{what}: inv_freq vs HF", rtol=INV_FREQ_RTOL, where=PAIRS, dtype=np.float32))
+            cases.check(f"{key} scaling", lambda spec=spec, key=key, what=what: expect.close(
+                lambda rope: spec(rope).attention_scaling, float(rope_scaling_hf[f"{key}/attention_scaling"]), 0.0,
+                f"{what}: attention_scaling vs HF", rtol=SCALING_RTOL))
+    cases.report("differ from HF")
+
+
+def test_layer_type_selection(expect):
+    # Nested by layer type only when the keys are layer types the config lists; a flat block
+    # serves every layer; a nested block needs layer_type, one of its keys, and a block that is not null.
+    nested = {"head_dim": 8, "layer_types": ["sliding_attention", "full_attention"],
+              "rope_parameters": {"sliding_attention": {"rope_theta": 100.0},
+                                  "full_attention": {"rope_type": "linear", "rope_theta": 1e4, "factor": 4.0}}}
+    expect.close(lambda rope: rope.rope_spec(copy.deepcopy(nested), layer_type="sliding_attention").inv_freq,
+                 ladder(100.0, 8), 0.0, "the sliding_attention block (base 100)", rtol=1e-6, where=PAIRS)
+    expect.close(lambda rope: rope.rope_spec(copy.deepcopy(nested), layer_type="full_attention").inv_freq,
+                 ladder(1e4, 8) / 4, 0.0, "the full_attention block (linear, factor 4)", rtol=1e-6, where=PAIRS)
+    flat = {"head_dim": 8, "layer_types": ["full_attention"], "rope_parameters": {"rope_theta": 100.0}}
+    expect.close(lambda rope: rope.rope_spec(copy.deepcopy(flat), layer_type="sliding_attention").inv_freq,
+                 ladder(100.0, 8), 0.0, "a flat block with layer_type given: it serves every layer", rtol=1e-6,
+                 where=PAIRS)
+    unlisted = {"head_dim": 8, "rope_parameters": {"rope_theta": 100.0, "full_attention": {"rope_theta": 5.0}}}
+    expect.close(lambda rope: rope.rope_spec(copy.deepcopy(unlisted), layer_type="full_attention").inv_freq,
+                 ladder(100.0, 8), 0.0, "a key that is not among layer_types (none listed) does not nest the block",
+                 rtol=1e-6, where=PAIRS)
+    for passed, changes in (("no layer_type", {}), ("an unlisted layer_type", {"layer_type": "chunked_attention"})):
+        refuses(ValueError, lambda changes=changes: rope_spec(copy.deepcopy(nested), **changes),
+                f"rope_spec of a config nested by layer type, with {passed}")
+    null_block = copy.deepcopy(nested)
+    null_block["rope_parameters"]["full_attention"] = None
+    refuses(ValueError, lambda: rope_spec(null_block, layer_type="full_attention"),
+            "rope_spec(config, layer_type='full_attention') whose block for that type is null")
+
+
 def test_yarn_ramp_edges_golden(rope_scaling_hf, expect):
     cases = rope_scaling_hf.provenance["cases"]
     # The edges of YaRN's ramp (chapter section 6), where the order of its steps shows.

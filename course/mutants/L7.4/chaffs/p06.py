@@ -22,12 +22,12 @@ def rope_parameters(rope_parameters, head_dim, *, seq_len=None, max_position_emb
                                     max_position_embeddings=max_position_embeddings)
 
 
-def rope_spec(config, *, seq_len=None):
+def rope_spec(config, *, seq_len=None, layer_type=None):
     """The correct rope_spec, its numbers computed by rope_parameters above:
     the correct module's own rope_parameters is swapped for this one while it runs."""
     correct.rope_parameters = rope_parameters
     try:
-        return correct.rope_spec(config, seq_len=seq_len)
+        return correct.rope_spec(config, seq_len=seq_len, layer_type=layer_type)
     finally:
         correct.rope_parameters = _correct_rope_parameters
 

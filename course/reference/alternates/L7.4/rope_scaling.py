@@ -169,9 +169,16 @@ def _rule(s: _Settings, seq_len):
     return np.array(out), 1.0
 
 
-def rope_spec(config, *, seq_len=None):
+def rope_spec(config, *, seq_len=None, layer_type=None):
     top = _without_nulls(config)
     block = config.get("rope_parameters") or config.get("rope_scaling") or {}
+    listed = set(config.get("layer_types") or [])
+    if listed & set(block):  # one block per layer type
+        if layer_type is None or layer_type not in block or layer_type not in listed:
+            raise ValueError("rope_spec: this config has a rope block per layer type; name one with layer_type")
+        if block[layer_type] is None:
+            raise ValueError("rope_spec: no RoPE for this layer type")
+        block = block[layer_type]
     given = {key: value for key, value in block.items() if value is not None or key == "truncate"}
     params = {("rope_type" if key == "type" else key): value for key, value in given.items()}
     if "rope_type" in given:  # both keys given: rope_type wins

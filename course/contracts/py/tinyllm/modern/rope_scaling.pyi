@@ -92,7 +92,7 @@ def rope_parameters(rope_parameters: dict, head_dim: int, *, seq_len: int | None
     ...
 
 
-def rope_spec(config: dict, *, seq_len: int | None = None) -> RopeSpec:
+def rope_spec(config: dict, *, seq_len: int | None = None, layer_type: str | None = None) -> RopeSpec:
     """L7.3's RopeSpec for a model's config.json, given as a dict.
 
     config: the parsed config.json.  Read (None counts as absent throughout):
@@ -105,6 +105,14 @@ def rope_spec(config: dict, *, seq_len: int | None = None) -> RopeSpec:
         head_dim, or else hidden_size // num_attention_heads (integer division)
         max_position_embeddings (if present)
     seq_len: as in rope_parameters (dynamic and longrope depend on it).
+    layer_type: which layer type's block to read when the config gives one
+        block per layer type, as transformers 5.19.0 writes Gemma 3's:
+        rope_parameters = {"sliding_attention": {...}, "full_attention": {...}}.
+        The block is nested so when one of its keys is among the config's
+        layer_types (absent or None: none is); then layer_type must be one of
+        those keys, and its block is read as a flat block is (the top-level
+        fields fill it in the same way).  A flat block serves every layer
+        type, whatever layer_type is.
 
     Returns RopeSpec(inv_freq, attention_scaling) from rope_parameters, in the
     "half" layout (HF's rotate_half) and with rotary_dim = 2 * len(inv_freq).
@@ -112,7 +120,9 @@ def rope_spec(config: dict, *, seq_len: int | None = None) -> RopeSpec:
 
     Raises:
         ValueError: no head_dim and no hidden_size / num_attention_heads to
-            derive it from (absent or None); and everything rope_parameters
-            raises.
+            derive it from (absent or None); a block nested by layer type and
+            layer_type None or not one of its keys, or its block for
+            layer_type null (a layer type with no RoPE); and everything
+            rope_parameters raises.
     """
     ...

@@ -439,3 +439,38 @@ def test_valid_edges_do_not_raise():
     rope_parameters({**GOOD["linear"], "factor": 1.0}, 8)                        # factor 1
     rope_parameters({**GOOD["llama3"], "low_freq_factor": 3.99}, 8)              # low just below high
     rope_parameters({**GOOD["dynamic"], "factor": 1.0}, 8, max_position_embeddings=4096)
+
+
+GEMMA = {"head_dim": 64, "layer_types": ["sliding_attention", "sliding_attention", "full_attention"],
+         "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+                             "full_attention": {"rope_type": "linear", "rope_theta": 1e6, "factor": 8.0}}}
+
+
+def test_rope_spec_per_layer_type():
+    before = copy.deepcopy(GEMMA)
+    spec_matches(rope_spec(GEMMA, layer_type="sliding_attention"), ladder(1e4, 64), 1.0, 64)
+    spec_matches(rope_spec(GEMMA, layer_type="full_attention"), ladder(1e6, 64) / 8, 1.0, 64)
+    assert GEMMA == before
+    # the top level fills a nested block as it fills a flat one
+    filled = {"head_dim": 64, "rope_theta": 500.0, "layer_types": ["full_attention"],
+              "rope_parameters": {"full_attention": {"rope_type": "default"}}}
+    spec_matches(rope_spec(filled, layer_type="full_attention"), ladder(500.0, 64), 1.0, 64)
+    # a flat block serves every layer type; keys that are not listed layer types do not nest it
+    flat = {"head_dim": 64, "layer_types": ["full_attention"], "rope_parameters": {"rope_theta": 500.0}}
+    spec_matches(rope_spec(flat, layer_type="sliding_attention"), ladder(500.0, 64), 1.0, 64)
+    spec_matches(rope_spec(flat), ladder(500.0, 64), 1.0, 64)
+    unlisted = {"head_dim": 64, "layer_types": None,
+                "rope_parameters": {"rope_theta": 500.0, "full_attention": {"rope_theta": 3.0}}}
+    spec_matches(rope_spec(unlisted, layer_type="full_attention"), ladder(500.0, 64), 1.0, 64)
+    legacy = {"head_dim": 64, "layer_types": ["full_attention"],
+              "rope_scaling": {"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 100.0}}}
+    spec_matches(rope_spec(legacy, layer_type="full_attention"), ladder(100.0, 64) / 2, 1.0, 64)
+
+
+@pytest.mark.parametrize("config, layer_type", [
+    (GEMMA, None), (GEMMA, "chunked_attention"), (GEMMA, "layer_types"),
+    ({**GEMMA, "rope_parameters": {**GEMMA["rope_parameters"], "full_attention": None}}, "full_attention"),
+])
+def test_rope_spec_per_layer_type_refuses(config, layer_type):
+    with pytest.raises(ValueError):
+        rope_spec(copy.deepcopy(config), layer_type=layer_type)

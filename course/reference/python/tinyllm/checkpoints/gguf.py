@@ -92,6 +92,8 @@ def smollm2_path() -> Path:
 class GGUFCheckpoint:
     """One llama GGUF file, read lazily: tensors are dequantized when asked for."""
 
+    ARCHITECTURE = "llama"  # general.architecture of the files this class reads
+
     def __init__(self, path: str | Path):
         from gguf import GGUFReader  # gguf==0.19.0 (the `model` extra)
 
@@ -101,9 +103,9 @@ class GGUFCheckpoint:
         self._reader = GGUFReader(self.path)
         self._tensors = {t.name: t for t in self._reader.tensors}
         architecture = self.metadata("general.architecture")
-        if architecture != "llama":
-            raise ValueError(f"GGUFCheckpoint: {self.path.name} holds a {architecture!r} model; this reader "
-                             "knows the llama architecture only (Llama, SmolLM2, ...)")
+        if architecture != self.ARCHITECTURE:
+            raise ValueError(f"{type(self).__name__}: {self.path.name} holds a {architecture!r} model; this reader "
+                             f"knows the {self.ARCHITECTURE} architecture only")
         self.config = self._config()
 
     # ---- metadata ---------------------------------------------------------------------

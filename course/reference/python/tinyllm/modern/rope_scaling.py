@@ -58,12 +58,13 @@ def rope_parameters(rope_parameters: dict, head_dim: int, *, seq_len: int | None
     return inv_freq.astype(np.float32), attention_scaling
 
 
-def rope_spec(config: dict, *, seq_len: int | None = None) -> RopeSpec:
+def rope_spec(config: dict, *, seq_len: int | None = None, layer_type: str | None = None) -> RopeSpec:
     """L7.3's RopeSpec for a model's config.json (a dict): half layout,
-    inv_freq and attention_scaling from rope_parameters."""
+    inv_freq and attention_scaling from rope_parameters, or from its block
+    for `layer_type` when the config gives one block per layer type (Gemma 3)."""
     # transformers 5 writes rope_parameters; older config.json files write rope_scaling.  A
     # block that is absent, null or empty is no block (plain RoPE), as transformers reads it.
-    params = dict(config.get("rope_parameters") or config.get("rope_scaling") or {})
+    params = dict(_block_of(config.get("rope_parameters") or config.get("rope_scaling") or {}, config, layer_type))
     # "type" is the legacy name of rope_type: it counts when rope_type is not given.
     params["rope_type"] = _given(params, "rope_type", params.get("type"))
     # Fields that older config.json files keep at the top level (Phi-3: the original length)
@@ -83,6 +84,22 @@ def rope_spec(config: dict, *, seq_len: int | None = None) -> RopeSpec:
         params, head_dim, seq_len=seq_len, max_position_embeddings=config.get("max_position_embeddings")
     )
     return RopeSpec(inv_freq, attention_scaling)  # layout "half": HF's rotate_half, RopeSpec's default
+
+
+def _block_of(block: dict, config: dict, layer_type: str | None) -> dict:
+    """The block that holds layer_type's rope settings.  transformers nests the block
+    by layer type when its keys are layer types the config lists (layer_types):
+    {"sliding_attention": {...}, "full_attention": {...}}; a flat block serves
+    every layer, whatever layer_type says."""
+    nested = [key for key in block if key in (config.get("layer_types") or ())]
+    if not nested:
+        return block
+    if layer_type not in nested:
+        raise ValueError(f"config's rope_parameters has one block per layer type ({', '.join(nested)}): "
+                         f"pass layer_type= one of them, got {layer_type!r}")
+    if block[layer_type] is None:
+        raise ValueError(f"config's rope_parameters[{layer_type!r}] is null: that layer type has no RoPE")
+    return block[layer_type]
 
 
 # ---- the rope types: each returns (inv_freq [r/2] float64, attention_scaling) ----
