@@ -230,14 +230,38 @@ def test_a_bomb_of_a_million_members_is_refused_within_a_small_memory_bound(bad_
 def test_which_files_are_taken_and_which_ignored():
     flat = {"rope.py": b"x = 1\n", "test_a.py": b"import helpers\n", "helpers.py": b"\n", "rope_final.py": b"\n",
             "tests/test_b.py": b"\n", "notes.txt": b"x", "__MACOSX/._rope.py": b"\0"}
-    files, names, ignored = take(flat, MODULE)
+    files, names, ignored, taken_from = take(flat, MODULE)
     assert set(files) == {ROPE, f"{TESTS}/test_a.py", f"{TESTS}/helpers.py", f"{TESTS}/test_b.py"}
-    assert names[f"{TESTS}/test_b.py"] == "tests/test_b.py"
+    assert names[f"{TESTS}/test_b.py"] == "tests/test_b.py" and taken_from == ""
     assert ignored == ["__MACOSX/._rope.py", "notes.txt", "rope_final.py"]
     inside_a_folder = {f"ann/{TESTS}/test_a.py": b"\n", "ann/rope.py": b"x\n", "ann/src/other.py": b"\n"}
-    files, names, ignored = take(inside_a_folder, MODULE)
+    files, names, ignored, taken_from = take(inside_a_folder, MODULE)
     assert set(files) == {ROPE, f"{TESTS}/test_a.py"} and names[ROPE] == "ann/rope.py"
-    assert ignored == ["ann/src/other.py"]
+    assert ignored == ["ann/src/other.py"] and taken_from == "", "one top folder is the usual zip of a folder"
+
+
+def test_files_at_any_depth_are_taken_and_the_reason_says_from_where(tmp_path):
+    """The instructor's tarball: Downloads/L7.3 submission/python/... (spaces
+    and all) beside an unrelated file.  Every file named as the checkout names
+    it is taken; none is listed as ignored; the row says from where."""
+    top = "Downloads/L7.3 submission/"
+    files = {ROPE: REFERENCE_ROPE.read_bytes(), **suite_files(MODEL_ANSWER)}
+    folder = tmp_path / "class"
+    folder.mkdir()
+    write_tar(folder / "nested.tar.gz", {top + name: data for name, data in files.items()}
+              | {"Downloads/todo.txt": b"submit\n"})
+    write_folder(folder / "split", {"work/src/rope.py": REFERENCE_ROPE.read_bytes(),
+                                    **suite_files(MODEL_ANSWER, "work/tests")})
+    write_zip(folder / "twice.zip", {"a/rope.py": b"x = 1\n", "b/c/rope.py": b"x = 2\n"})
+    taken = {s.source: s for s in read_submissions(folder, MODULE)}
+    nested = taken["nested.tar.gz"]
+    assert nested.refused is None and nested.files == files, sorted(nested.files)
+    assert nested.ignored == ["Downloads/todo.txt"], "no file the student named correctly is listed as ignored"
+    assert nested.taken_from == f"files taken from {top}"
+    split = taken["split"]
+    assert split.files == files and split.taken_from == "rope.py taken from work/src/, tests taken from work/tests/"
+    assert taken["twice.zip"].refused == "twice.zip holds two rope.py (a/rope.py and b/c/rope.py) and the grader " \
+                                         "cannot tell which is your work; keep one"
 
 
 def test_the_copy_finder_sees_copies_but_not_honest_suites():
@@ -293,7 +317,7 @@ def synthetic_class(tmp_path_factory) -> Path:
     write_folder(folder / "hal", cheating)
     broken = REFERENCE_ROPE.read_text().replace("np.sin(angles) * scale", "-np.sin(angles) * scale")
     write_folder(folder / "ivy", {ROPE: broken.encode(), **suite_files(MODEL_ANSWER)})
-    write_folder(folder / "jo", {"src/rope.py": REFERENCE_ROPE.read_bytes(), **suite_files(MODEL_ANSWER, "tests")})
+    write_folder(folder / "jo", {"src/rope_v2.py": REFERENCE_ROPE.read_bytes(), **suite_files(MODEL_ANSWER, "tests")})
     write_folder(folder / "kim", {**rope, f"{TESTS}/test_rope.py": b"import numpy as np\n\n\ndef test_x(:\n    pass\n"})
     write_zip(folder / "lee.zip", {"rope.py": REFERENCE_ROPE.read_bytes(),
                                    **suite_files(CALIBRATION / "l7-3-suite-a", prefix="tests")})   # = bo's files
@@ -329,9 +353,10 @@ EXPECTED = {   # student (or entry): (status, what the reason says; "" when it s
     "fay": ("not graded", "your submission could not be read: fay.zip holds a path that leaves it (../../outside.py)"),
     "gus": ("not graded", "your tests time out on a correct implementation (20 s): "
                           f"{TESTS}/test_hangs.py::test_forever"),
-    "ivy": ("not graded", "course tests fail on your code: 11 of 53 fail; first, test_hand_example: Your result "
-                          "equals what you get by negating sin"),
-    "jo": ("not graded", f"no rope.py: expected {ROPE}, or rope.py at the top; found src/rope.py"),
+    "ivy": ("not passed", "course tests fail on your code: 11 of 53 fail; first, test_hand_example: Your result "
+                          "equals what you get by negating sin"),     # and its tests graded all the same
+    "jo": ("not graded", f"no rope.py: expected {ROPE}, or rope.py in any folder; found src/rope_v2.py (named "
+                         "otherwise)"),
     "kim": ("not graded", f"your test file does not parse: {TESTS}/test_rope.py line 4: "),
     "nat": ("not graded", "your submission is empty"),
     "oz": ("not graded", "oz.tar.gz holds a file name that is not UTF-8 (test_caf\ufffd.py)"),
@@ -365,8 +390,9 @@ def without_seconds(table: dict[str, dict]) -> dict[str, dict]:
     return {student: {k: v for k, v in row.items() if k != "seconds"} for student, row in table.items()}
 
 
+LATE_POLICY = ["--late-penalty", "10%/day", "--late-cap", "50%", "--grace", "15m"]
 COMMAND = ["grade", "L7.3", "submissions", "--out", "graded", "--jobs", "1", "--time-limit", TIME_LIMIT,
-           "--manifest", "manifest.csv", "--deadline", DEADLINE, "--export", "canvas"]
+           "--manifest", "manifest.csv", "--deadline", DEADLINE, *LATE_POLICY, "--export", "canvas"]
 
 
 @pytest.fixture(scope="module")
@@ -390,7 +416,7 @@ def test_every_row_says_what_happened_and_why(graded):
     assert sorted(table) == sorted(EXPECTED), sorted(table)
     for source, (status, says) in EXPECTED.items():
         row = table[source]
-        assert row["status"] == status, (source, row)
+        assert row["status"] == status, (source, row["status"], row["reason"])
         assert (row["passed"] == "yes") is (status == "passed")
         assert says in row["reason"], (source, says, row["reason"])
         assert (row["reason"] == "") is (status == "passed"), (source, row)
@@ -399,7 +425,8 @@ def test_every_row_says_what_happened_and_why(graded):
     assert table["eve"]["missed pitfalls"] and table["eve"]["reason"].endswith("not caught")
     assert table["ada"]["killed"] == table["ada"]["counted"] and table["ada"]["points"] == "100.00"
     assert table["kim"]["course tests"] == "53/53", "a suite that does not parse still earns the course tests"
-    assert "ol grade L7.3: 24 submitted, 12 graded, 8 passed, 12 not graded" in r.stdout, explain(r)
+    assert table["ivy"]["killed"] == table["ivy"]["counted"], "wrong code still has its tests graded"
+    assert "ol grade L7.3: 24 submitted, 13 graded, 8 passed, 11 not graded" in r.stdout, explain(r)
     assert "unchanged since they were graded" not in r.stderr, "a first run keeps nothing"
     assert not (ROOT / "ol-cheat-was-here").exists() and not processes_with("31416")
 
@@ -413,8 +440,9 @@ def test_names_sources_and_the_same_files_graded_once(graded):
     assert set(bobs) == {"bob", "bob.zip", "bob-2.zip"} and bobs["bob-2.zip"]["student"] == "bob-2"
     assert "+" in bobs["bob"]["student"] and "+" in bobs["bob.zip"]["student"]
     assert len({row["student"] for row in bobs.values()}) == 3
-    same = lambda a, b: {k: v for k, v in a.items() if k not in ("student", "source", "id", "submitted", "late")} == \
-        {k: v for k, v in b.items() if k not in ("student", "source", "id", "submitted", "late")}  # noqa: E731
+    own = ("student", "source", "id", "submitted", "late", "points", "late penalty")   # the gradebook's, not the grade
+    same = lambda a, b: {k: v for k, v in a.items() if k not in own} == \
+        {k: v for k, v in b.items() if k not in own}  # noqa: E731
     src = {row["source"]: row for row in table.values()}
     assert same(bobs["bob"], src["ada"]) and same(bobs["bob.zip"], src["eve"]) and same(bobs["bob-2.zip"], src["hal"])
     assert same(src["lee.zip"], src["bo.zip"]), "the same files get the same row"
@@ -428,8 +456,9 @@ def test_names_sources_and_the_same_files_graded_once(graded):
 @pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_points_follow_the_stated_rule_rounded_down(graded):
-    """points = 40 x course + 50 x caught/counted + 10 x pitfalls caught/7, each
-    part rounded down to hundredths, computed here from the row's own counts."""
+    """points before penalty = 40 x course + 50 x caught/counted + 10 x pitfalls
+    caught/7, each part rounded down to hundredths, computed here from the row's
+    own counts; points = that less 10 per day started after the deadline."""
     out, _ = graded
     def floor2(x: Fraction) -> Fraction:
         return Fraction(int(x * 100), 100)
@@ -441,7 +470,10 @@ def test_points_follow_the_stated_rule_rounded_down(graded):
             missed = len(row["missed pitfalls"].split())
             expect += floor2(50 * Fraction(killed, counted)) + floor2(10 * Fraction(7 - missed, 7))
             assert row["score"] == f"{float(floor2(Fraction(killed, counted))):.2f}", row
-        assert row["points"] == f"{float(expect):.2f}", row
+        assert row["points before penalty"] == f"{float(expect):.2f}", row
+        penalty = Fraction(row["late penalty"] or 0)
+        assert penalty == (10 if row["late"] == "yes" else 0), row     # eve and ivy: less than a day late
+        assert row["points"] == f"{float(max(0, expect - penalty)):.2f}", row
 
 
 @pytest.mark.slow
@@ -457,7 +489,8 @@ def test_submitted_late_ids_and_the_export(graded):
     with open(out / "grades-canvas.csv", newline="") as f:
         export = list(csv.reader(f))
     assert export[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", f"L7.3 {MODULE.title}"]
-    assert {line[1]: line[5] for line in export[1:]} == {
+    assert export[1] == ["Points Possible", "", "", "", "", "100"]
+    assert {line[2]: line[5] for line in export[2:]} == {
         "1001": table["ada"]["points"], "1002": table["bo"]["points"], "1005": table["eve"]["points"],
         "1009": table["ivy"]["points"], "1006": table["fay"]["points"]}
     assert "late: 2 (submitted after 2026-03-01T23:59+00:00)" in (out / "summary.md").read_text()
@@ -471,7 +504,7 @@ def test_only_grades_the_named_again_and_keeps_the_rest(graded, synthetic_class)
     before = {p.name: p.stat().st_mtime_ns for p in out.glob("*.json")}
     table = rows(out)
     r = run_ol(ROOT, "grade", "L7.3", "submissions", "--out", "graded", "--time-limit", TIME_LIMIT, "--manifest",
-               "manifest.csv", "--deadline", DEADLINE, "--only", "fay.zip", "jo", "--export", "moodle",
+               "manifest.csv", "--deadline", DEADLINE, *LATE_POLICY, "--only", "fay.zip", "jo", "--export", "moodle",
                cwd=work, env=UTC, timeout=600)
     assert r.returncode == 0, explain(r)
     after = {p.name: p.stat().st_mtime_ns for p in out.glob("*.json")}
@@ -479,7 +512,8 @@ def test_only_grades_the_named_again_and_keeps_the_rest(graded, synthetic_class)
     assert without_seconds(rows(out)) == without_seconds(table)
     with open(out / "grades-moodle.csv", newline="") as f:
         moodle = list(csv.reader(f))
-    assert moodle[0] == ["ID number", "Full name", f"L7.3 {MODULE.title}"] and ["1001", "Ada L.", "100.00"] in moodle
+    assert moodle[0] == ["First name", "Last name", "ID number", "Email address", f"L7.3 {MODULE.title}"]
+    assert ["Ada", "L.", "1001", "", "100.00"] in moodle
     r = run_ol(ROOT, "grade", "L7.3", "submissions", "--out", "graded", "--only", "nobody", cwd=work, env=UTC)
     assert r.returncode == 2 and "--only: no submission named nobody" in r.stderr and "ada" in r.stderr, explain(r)
     r = run_ol(ROOT, "grade", "L7.3", "submissions", "--out", "graded", "--export", "plain", cwd=work, env=UTC)
@@ -566,8 +600,8 @@ def test_summary_uses_the_words_and_lists_copies_to_look_at(graded):
     out, _ = graded
     summary = (out / "summary.md").read_text()
     head = summary.split("\n\n")[1]
-    assert head.splitlines() == ["- graded: 12 (the check gave a score)", "- passed: 8 of 24 submitted",
-                                 "- not passed: 4 (graded; why: grades.csv's reason)", "- not graded: 12 (why: below)",
+    assert head.splitlines() == ["- graded: 13 (the check gave a score)", "- passed: 8 of 24 submitted",
+                                 "- not passed: 5 (graded; why: grades.csv's reason)", "- not graded: 11 (why: below)",
                                  "- late: 2 (submitted after 2026-03-01T23:59+00:00)"] or head
     assert "## Not graded: why" in summary and "- jo (jo): no rope.py" in summary
     look = summary.split("## Submissions to look at")[1]
@@ -579,7 +613,8 @@ def test_summary_uses_the_words_and_lists_copies_to_look_at(graded):
 
 # ---- the README's sample is this run's output ---------------------------------------------------
 
-README_COLUMNS = ("student", "source", "submitted", "late", "status", "points", "score", "reason")
+README_COLUMNS = ("student", "source", "submitted", "late", "status", "points", "points before penalty", "score",
+                  "reason")
 README_ROWS = ("ada", "eve", "fay", "gus", "ivy", "jo", "kim", "uma")
 
 
@@ -630,8 +665,8 @@ def test_grading_twice_or_side_by_side_gives_the_same_rows(graded, synthetic_cla
         source = synthetic_class / name
         (shutil.copytree if source.is_dir() else shutil.copy2)(source, part / name)
     r = run_ol(ROOT, "grade", "L7.3", str(part), "--out", str(tmp_path / "parallel"), "--jobs", "2", "--time-limit",
-               TIME_LIMIT, "--manifest", str(work / "manifest.csv"), "--deadline", DEADLINE, cwd=work, env=UTC,
-               timeout=2400)
+               TIME_LIMIT, "--manifest", str(work / "manifest.csv"), "--deadline", DEADLINE, *LATE_POLICY, cwd=work,
+               env=UTC, timeout=2400)
     assert r.returncode == 0, explain(r)
     parallel = without_seconds(rows(tmp_path / "parallel"))
     assert parallel == {student: row for student, row in without_seconds(rows(out)).items() if student in parallel}
@@ -695,9 +730,10 @@ def test_a_class_graded_on_ray_gets_the_rows_of_this_machine(ray_head, graded, s
     r = run_ol(ROOT, "grade", "L7.3", str(subset), "--out", str(out), "--ray", address, "--time-limit", TIME_LIMIT,
                cwd=tmp_path, env=env, timeout=1800)
     assert r.returncode == 0, explain(r)
-    local = {s: {k: v for k, v in row.items() if k not in ("id", "late")}
+    gradebook = ("id", "late", "points", "late penalty")       # the Ray run has no manifest nor deadline
+    local = {s: {k: v for k, v in row.items() if k not in gradebook}
              for s, row in without_seconds(rows(graded[0])).items() if s in ("ada", "bo", "eve", "fay")}
-    assert {s: {k: v for k, v in row.items() if k not in ("id", "late")}
+    assert {s: {k: v for k, v in row.items() if k not in gradebook}
             for s, row in without_seconds(rows(out)).items()} == local
 
 
@@ -713,8 +749,10 @@ def valid_results(data: dict) -> None:
             "hidden", "after_due_date", "after_published", "visible")
         if "max_score" in test:
             assert 0 <= test["score"] <= test["max_score"], test
-        else:
+        elif "status" in test:
             assert test["status"] in ("passed", "failed") and "score" not in test, test
+        else:                                   # informational, neither passed nor failed: one not run
+            assert test["name"].endswith("(not run)") and "score" not in test, test
 
 
 @pytest.mark.slow
@@ -736,12 +774,13 @@ def test_gradescope_shows_the_class_as_ol_grade_does(graded):
         valid_results(data)
         scored = [t for t in data["tests"] if "max_score" in t]
         assert sum(t["max_score"] for t in scored) == 100, row["student"]
-        assert f"{data['score']:.2f}" == row["points"] and abs(sum(t["score"] for t in scored) - data["score"]) < 1e-9
+        points = row["points before penalty"]        # Gradescope's own late policy applies there
+        assert f"{data['score']:.2f}" == points and abs(sum(t["score"] for t in scored) - data["score"]) < 1e-9
         top = data["output"].splitlines()[0]
-        assert top == f"{row['status'].upper()}: {row['points']} of 100 points" + (f": {row['reason']}" if row["reason"]
-                                                                                  else ""), (top, row)
+        assert top == f"{row['status'].upper()}: {points} of 100 points" + (f": {row['reason']}" if row["reason"]
+                                                                            else ""), (top, row)
         misconceptions = [t["name"] for t in data["tests"] if t["name"].startswith("Misconception: ")]
-        assert len(misconceptions) == 7 and all(n.endswith(("(caught)", "(not caught)", "(not graded)"))
+        assert len(misconceptions) == 7 and all(n.endswith(("(caught)", "(not caught)", "(not run)"))
                                                 for n in misconceptions)
     eve = rows(out)["eve"]
     eve_record = GradeRecord.from_json(json.loads((out / "eve.json").read_text()))
@@ -751,7 +790,7 @@ def test_gradescope_shows_the_class_as_ol_grade_does(graded):
     assert any(t["name"] == "Misconception: The sign of sin does not matter: rotating by -p*theta is as good as by "
                "+p*theta (not caught)" for t in data["tests"])
     quiet = results_json(read_outcome(eve_record, table, catalog_pitfalls(ROOT, MODULE)), table, "none")
-    assert quiet["output"].splitlines()[0] == f"NOT PASSED: {eve['points']} of 100 points"
+    assert quiet["output"].splitlines()[0] == f"NOT PASSED: {eve['points before penalty']} of 100 points"
     assert "diff" not in json.dumps(quiet) and len(quiet["tests"]) == 3
 
 
@@ -847,8 +886,9 @@ def test_gradescope_as_gradescope_runs_it(gradescope_root, graded):
     assert passing["score"] == 100.0 and passing["output"].startswith("PASSED: 100.00 of 100 points")
     failing = play(root, home, {ROPE: REFERENCE_ROPE.read_bytes(), **suite_files(SUITES / "shapes-and-errors")})
     eve = rows(graded[0])["eve"]
-    assert f"{failing['score']:.2f}" == eve["points"], "the autograder and ol grade give the same points"
-    assert failing["output"].startswith(f"NOT PASSED: {eve['points']} of 100 points: {eve['reason']}")
+    eve_points = eve["points before penalty"]         # eve is late: Gradescope's own late policy applies there
+    assert f"{failing['score']:.2f}" == eve_points, "the autograder and ol grade give the same points"
+    assert failing["output"].startswith(f"NOT PASSED: {eve_points} of 100 points: {eve['reason']}")
     assert "```diff" in failing["tests"][1]["output"]
     malformed = play(root, home, {"README.md": b"my work is in another castle\n"})
     assert malformed["score"] == 0 and "no rope.py: expected python/tinyllm/modern/rope.py" in malformed["output"]
@@ -933,3 +973,28 @@ def test_gradescope_where_namespaces_are_refused(gradescope_root, tmp_path):
         for path, data in saved.items():
             path.write_bytes(data)
     assert trust.vote_keys() == before_keys, "a run left a key in the kernel's keyrings"
+
+
+@pytest.mark.slow
+@pytest.mark.needs_confinement
+def test_gradescope_keeps_no_memo_in_access_times(gradescope_root, tmp_path):
+    """Confined by uid in the bundle as Gradescope runs it: a suite whose
+    first run leaves its digest in the access times of files it may read
+    (tests/test_channels.py) learns nothing in any later run."""
+    import test_trust as trust
+    from test_channels import channel_suite
+
+    root, _, home = gradescope_root
+    caches = sorted((home / ".cache" / "tinyllm-ol").glob("mutants-*.json"))
+    saved = {path: path.read_bytes() for path in caches}
+    try:
+        for path in caches:
+            path.write_text(json.dumps(json.loads(saved[path])[::20]))
+        suite = channel_suite("L7.3", ["memo"], tmp_path, writers=False)
+        data = play(root, home, {ROPE: REFERENCE_ROPE.read_bytes(), **suite_files(suite)}, under=trust.DOCKER_DEFAULT)
+    finally:
+        for path, data_ in saved.items():
+            path.write_bytes(data_)
+    assert data["extra_data"]["confinement"] == "confined-by-uid", data
+    assert data["output"].startswith(("NOT PASSED", "NOT GRADED")), data["output"][:2000]
+    assert "test_a_judge" not in json.dumps(data["tests"][1:]), data["tests"][1:]

@@ -1,8 +1,8 @@
 """The README of a student kit (ol release): what a student does there.
 
 It names only commands that work in the kit: the set-up, and start, tests,
-check, diff and list for the modules the kit holds.  The kit's tests run every
-`./ol` command it shows.
+check, submit, diff and list for the modules the kit holds, and says what to
+hand in and how.  The kit's tests run every `./ol` command it shows.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ def kit_readme(catalog: Catalog, kit: Kit) -> str:
     ]
     if graded:
         lines += _check_section(graded)
+    lines += _submit_section(released)
     lines += ["## Your grade", ""]
     if graded:
         lines += [
@@ -84,7 +85,9 @@ def _loop(module: Module) -> list[str]:
              f"./ol tests {module.id} --mine --ref-deps   # your own tests on your code"]
     if module.grading:
         lines.append(f"./ol check {module.id} --ref-deps          # the course tests, then the mutation grade of your tests")
-    lines += [f"./ol diff {module.id} --ref-deps           # your code against the reference, once it is released",
+    lines += [f"./ol submit {module.id}                    # {module.id}-submission.zip, checked as the grader "
+              "will take it",
+              f"./ol diff {module.id} --ref-deps           # your code against the reference, once it is released",
               "./ol list                           # every module, and how far you are",
               "```", ""]
     return lines
@@ -118,6 +121,26 @@ def _check_section(graded: list[Module]) -> list[str]:
         "only your own code passes is not caught here (there is no second implementation in the kit),",
         "and your code passing the course tests does not make it the reference: the grade that counts is",
         "computed on your instructor's side.",
+        "",
+    ]
+
+
+def _submit_section(released: list[Module]) -> list[str]:
+    first = released[0]
+    return [
+        "## What to hand in, and how",
+        "",
+        f"For each module, your file ({', '.join('python/' + f for f in first.files)} for {first.id}) and your "
+        f"test folder ({first.student_tests}/), nothing else. `./ol submit {first.id}` writes them, at these "
+        f"paths, into {first.id}-submission.zip beside `./ol` and lists what is in it, after checking what the "
+        "grader will take: the files at their paths, that they parse, that your tests keep the import rules "
+        "of `./ol check`, and that the course tests run on your code. Hand in that archive as it is (do not "
+        "unpack it or rename what is inside), the way your instructor says (an upload to Gradescope or your "
+        "course's site).",
+        "",
+        "A problem it lists costs points but does not stop the archive: each part of the grade (the course "
+        "tests, your tests' mutation grade, the pitfalls) stands on its own. Only a missing or unparsable "
+        "module file leaves nothing to grade, and then nothing is written.",
         "",
     ]
 

@@ -7,6 +7,7 @@ checkout (python/ol/grading/README.md: the process and threat model).
     submissions.py   a class's submissions: unique names, the files the catalog names
     precheck.py      what can be said before grading (a missing or unparsable file)
     checkout.py      the instructor's checkout: its files, private copies of it, its pitfall list
+    processes.py     the checks a grading runs, all ended on an interrupt
     one.py           grading one submission; GradeRecord, the check's result and what a grade adds
     outcome.py       a record as the reports read it: status, reason, points (by attribute, never JSON keys)
     points.py        the points rule and the one rounding

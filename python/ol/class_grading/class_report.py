@@ -28,8 +28,9 @@ from ol.class_grading.points import shown
 from ol.files import write_whole
 
 SUBMITTED, GRADED = "submitted", "graded"
-CSV_FIELDS = ("student", "source", "id", "submitted", "late", "status", "passed", "points", "score", "killed",
-              "counted", "missed pitfalls", "course tests", "seconds", "reason", "error")
+CSV_FIELDS = ("student", "source", "id", "submitted", "late", "status", "passed", "points", "points before penalty",
+              "late penalty", "score", "killed", "counted", "missed pitfalls", "course tests", "seconds", "reason",
+              "error")
 
 
 def row(outcome: Outcome, *, student_id: str = "", submitted: str = "", late: str = "") -> dict[str, str]:
@@ -37,7 +38,9 @@ def row(outcome: Outcome, *, student_id: str = "", submitted: str = "", late: st
     return {
         "student": outcome.student, "source": outcome.source, "id": student_id, "submitted": submitted,
         "late": late, "status": outcome.status, "passed": "yes" if outcome.status == PASSED else "no",
-        "points": shown(outcome.points.total), "score": shown(outcome.score),
+        "points": shown(outcome.points.total), "points before penalty": shown(outcome.points.before_penalty),
+        "late penalty": shown(outcome.points.penalty) if outcome.points.late_share else "",
+        "score": shown(outcome.score),
         "killed": str(outcome.killed) if outcome.graded else "",
         "counted": str(outcome.counted) if outcome.graded else "",
         "missed pitfalls": " ".join(outcome.missed),
@@ -87,11 +90,11 @@ def headline(module_id: str, outcomes: list[Outcome]) -> str:
 
 
 def summary(module_id: str, outcomes: list[Outcome], table: dict[str, float], *, late: int | None = None,
-            deadline: str = "", pairs: list[SimilarPair] = ()) -> str:
-    """summary.md's text."""
+            deadline: str = "", pairs: list[SimilarPair] = (), late_policy: str = "", incomplete: str = "") -> str:
+    """summary.md's text; `incomplete` says why it is not the whole class (an interrupt)."""
     n = counts(outcomes)
     graded = [o for o in outcomes if o.graded]
-    lines = [f"# {module_id}: {n[SUBMITTED]} {SUBMITTED}", "",
+    lines = [f"# {module_id}: {n[SUBMITTED]} {SUBMITTED}", "", *([f"**{incomplete}**", ""] if incomplete else []),
              f"- {GRADED}: {n[GRADED]} (the check gave a score)",
              f"- {PASSED}: {n[PASSED]} of {n[SUBMITTED]} {SUBMITTED}",
              f"- {NOT_PASSED}: {n[NOT_PASSED]} ({GRADED}; why: grades.csv's reason)",
@@ -99,7 +102,11 @@ def summary(module_id: str, outcomes: list[Outcome], table: dict[str, float], *,
     if late is not None:
         lines.append(f"- late: {late} (submitted after {deadline})")
     parts = ", ".join(f"{name.replace('_', ' ')} {float(value):g}" for name, value in table.items())
-    lines += ["", f"Points: {parts}. {ROUNDING}", ""]
+    lines += ["", f"Points: {parts}. {ROUNDING}"]
+    if late_policy:
+        lines.append(f"Late penalty: {late_policy} (a share of the maximum, as Canvas's late policy counts); "
+                     "grades.csv's points are after it, `points before penalty` before.")
+    lines.append("")
 
     lines += ["## Scores of the graded", "", "| score | students | |", "|---|---|---|"]
     bins = Counter(min(9, int(o.score * 10)) for o in graded)
@@ -117,7 +124,7 @@ def summary(module_id: str, outcomes: list[Outcome], table: dict[str, float], *,
     where = {s.id: s for o in graded for s in o.survivors}
     lines += ["", "## Mutants that survive most often (what the class does not test)", ""]
     for mutant, count in survivors.most_common(15):
-        lines.append(f"- {count} students: `{mutant}` in {where[mutant].function}")
+        lines.append(f"- {count} student{'' if count == 1 else 's'}: `{mutant}` in {where[mutant].function}")
         lines += ["", "  ```diff", *("  " + line for line in where[mutant].diff.splitlines()), "  ```", ""]
     if not survivors:
         lines.append("- none")
@@ -132,9 +139,14 @@ def summary(module_id: str, outcomes: list[Outcome], table: dict[str, float], *,
 
     lines += ["", "## Submissions to look at", "",
               "Code or tests alike after normalisation (names, numbers and strings made equal, comments and "
-              "docstrings dropped, what the starter gives everyone left out; winnowed fingerprints as MOSS "
-              "takes them). Alike is a reason to look, not a verdict.", ""]
-    lines += [f"- {p.first} and {p.second}: {'code' if p.part == 'code' else 'tests'} "
-              + ("identical (the same files)" if p.identical else f"{p.similarity:.0%} alike")
-              for p in pairs] or ["- none"]
-    return "\n".join(lines) + "\n"
+              "docstrings dropped; what the starter gives everyone, the shape of a correct solution and what most "
+              "of the class shares left out; winnowed fingerprints as MOSS takes them), code and tests apart, "
+              "most alike first. Alike is a reason to look, not a verdict.", ""]
+    for part, title in (("tests", "Tests"), ("code", "Code")):
+        lines += [f"### {title}", ""]
+        lines += [f"- {p.first} and {p.second}: {p.part} "
+                  + ("identical (the same files)" if p.identical else f"{p.similarity:.0%} alike")
+                  + f" ({p.shared} fingerprints of their own in common)"
+                  for p in pairs if p.part == part] or ["- none"]
+        lines.append("")
+    return "\n".join(lines)

@@ -64,15 +64,20 @@ def grade_on_ray(address: str, staging: Path, ol_package: Path, module_id: str, 
         task = ray.remote(num_cpus=cpus, max_retries=0)(grade_task)
         pending = {task.remote(module_id, student, files, workers, time_limit, confinement): student
                    for student, files in jobs}
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                student = pending.pop(ref)
-                try:
-                    record = ray.get(ref)
-                except Exception as error:  # noqa: BLE001 (the task's failure is this student's row)
-                    record = GradeRecord(student=student, error=f"the Ray task failed: {type(error).__name__}: "
-                                                                f"{str(error)[-1000:]}")
-                on_done(record)
+        try:
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    student = pending.pop(ref)
+                    try:
+                        record = ray.get(ref)
+                    except Exception as error:  # noqa: BLE001 (the task's failure is this student's row)
+                        record = GradeRecord(student=student, error=f"the Ray task failed: {type(error).__name__}: "
+                                                                    f"{str(error)[-1000:]}")
+                    on_done(record)
+        except BaseException:             # Ctrl-C, SIGTERM: no task outlives the grading
+            for ref in pending:           # a running task gets KeyboardInterrupt: grade_one ends its check
+                ray.cancel(ref)
+            raise
     finally:
         ray.shutdown()

@@ -14,13 +14,22 @@ MOSS), over Python's own tokens:
     3. in every window of W consecutive hashes keep the smallest: the
        fingerprints.  Any run of K + W - 1 tokens two files share is sure to
        give them a common fingerprint; runs shorter than K never do;
-    4. fingerprints of the starter (the stub of the module file and the
-       starter test `ol start` gives everyone) are removed from both sides.
+    4. what every correct submission shares is removed from both sides: the
+       fingerprints of the starter (the stub of the module file and the
+       starter test `ol start` gives everyone, and for the code the
+       reference and its alternates: the shape of a correct rope.py), and
+       those of the class's own common stock: a fingerprint found in more
+       than COMMON_SHARE of the submissions, and in at least COMMON_LEAST of
+       them (MOSS's -m: passages in many programs are not evidence).
 
     similarity(A, B) = |F(A) & F(B)| / min(|F(A)|, |F(B)|)
 
 so a file copied whole into a longer one is 1.00.  Files with fewer than
-MIN_FINGERPRINTS fingerprints left (little of their own) are not compared.
+MIN_FINGERPRINTS fingerprints left (little of their own) are not compared;
+two identical files are listed if anything of their own is left.  Code and
+tests are compared apart; the pairs at or above the threshold (ol grade
+--similarity, default THRESHOLD) come most similar first, then by how much
+they share.
 """
 
 from __future__ import annotations
@@ -28,14 +37,18 @@ from __future__ import annotations
 import hashlib
 import io
 import keyword
+import math
 import tokenize
+from collections import Counter
 from dataclasses import dataclass
 from itertools import combinations
 
 K = 15                 # tokens per k-gram: shared runs shorter than this are idiom, not copying
 W = 8                  # window: a shared run of K + W - 1 = 22 tokens is always found
 MIN_FINGERPRINTS = 12  # below this a file holds too little of its own to compare
-THRESHOLD = 0.60       # pairs at or above this similarity are listed
+THRESHOLD = 0.80       # pairs at or above this similarity are listed (ol grade --similarity)
+COMMON_SHARE = 0.5     # a fingerprint in more than this share of the class is its common stock...
+COMMON_LEAST = 3       # ...when it is in at least this many submissions (two students are not a class)
 
 _NAME, _NUMBER, _STRING = "v", "0", "s"
 _SKIPPED = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT,
@@ -50,33 +63,46 @@ class SimilarPair:
     part: str              # "code" or "tests"
     similarity: float      # 0..1, as defined above
     identical: bool        # the same bytes
+    shared: int = 0        # fingerprints of their own in common (after step 4)
 
 
 def similar_pairs(texts: dict[str, dict[str, str]], starter: dict[str, str] | None = None,
                   threshold: float = THRESHOLD) -> list[SimilarPair]:
     """Pairs of students whose code or tests reach `threshold`, most similar
     first.  texts: {student: {"code": text, "tests": text}} (a part may be
-    missing or empty)."""
+    missing or empty); starter: {"code": text, "tests": text}, what everyone
+    is given or shares (the stubs, the starter test, the reference)."""
     starter = starter or {}
     pairs = []
     for part in ("code", "tests"):
-        common = fingerprints(starter.get(part, ""))
+        given = fingerprints(starter.get(part, ""))
         prints = {}
         for student, parts in texts.items():
             text = parts.get(part) or ""
             if text.strip():
-                prints[student] = (fingerprints(text) - common, hashlib.sha256(text.encode()).digest())
+                prints[student] = (fingerprints(text) - given, hashlib.sha256(text.encode()).digest())
+        stock = common_stock([own for own, _ in prints.values()])
         for a, b in combinations(sorted(prints), 2):
             (fa, da), (fb, db) = prints[a], prints[b]
+            fa, fb = fa - stock, fb - stock
+            shared = len(fa & fb)
             if da == db:
-                pairs.append(SimilarPair(a, b, part, 1.0, True))
+                if fa:                              # the same file, with something of its own left
+                    pairs.append(SimilarPair(a, b, part, 1.0, True, shared))
                 continue
             if min(len(fa), len(fb)) < MIN_FINGERPRINTS:
                 continue
-            similarity = len(fa & fb) / min(len(fa), len(fb))
+            similarity = shared / min(len(fa), len(fb))
             if similarity >= threshold:
-                pairs.append(SimilarPair(a, b, part, similarity, False))
-    return sorted(pairs, key=lambda p: (-p.similarity, p.part, p.first, p.second))
+                pairs.append(SimilarPair(a, b, part, similarity, False, shared))
+    return sorted(pairs, key=lambda p: (-p.similarity, -p.shared, p.part, p.first, p.second))
+
+
+def common_stock(sets: list[set[int]]) -> set[int]:
+    """Fingerprints in more than COMMON_SHARE of `sets`, and in at least COMMON_LEAST of them."""
+    counts = Counter(f for prints in sets for f in prints)
+    least = max(COMMON_LEAST, math.floor(COMMON_SHARE * len(sets)) + 1)
+    return {f for f, count in counts.items() if count >= least}
 
 
 def fingerprints(text: str) -> set[int]:

@@ -57,7 +57,7 @@ def part_lines(outcome: Outcome, table: dict[str, float]) -> list[tuple[str, str
 
 
 def pitfall_title(pitfall) -> str:
-    state = "not graded" if pitfall.caught is None else "caught" if pitfall.caught else "not caught"
+    state = "not run" if pitfall.caught is None else "caught" if pitfall.caught else "not caught"
     return f"Misconception: {pitfall.misconception.rstrip('.')} ({state})"
 
 
@@ -75,6 +75,8 @@ def markdown(outcome: Outcome, table: dict[str, float], level: str) -> str:
     lines = [f"# {outcome.module}: {outcome.student}", "", f"**{top_line(outcome, level)}**", ""]
     lines += ["| part | | points |", "|---|---|---|"]
     lines += [f"| {part} | {what} | {pts} |" for part, what, pts in part_lines(outcome, table)]
+    if outcome.points.late_share:
+        lines.append(f"| late penalty | {outcome.late} | -{shown(outcome.points.penalty)} |")
     lines += [f"| total | | {shown(outcome.points.total)} of {float(outcome.points.maximum):g} |", "", ROUNDING, ""]
     if level == "none":
         return "\n".join(lines)
@@ -112,6 +114,7 @@ def markdown(outcome: Outcome, table: dict[str, float], level: str) -> str:
     lines += ["## Files", ""]
     names = outcome.record.names
     lines += [f"- graded: {', '.join(sorted(names.values())) or 'none'}",
+              *([f"- found: {outcome.record.taken_from}"] if outcome.record.taken_from else []),
               f"- ignored (not part of {outcome.module}): {', '.join(outcome.ignored) or 'none'}", ""]
     return "\n".join(lines)
 

@@ -4,6 +4,7 @@
     ./ol grade L7.3 submissions/ --out graded/ --jobs 2  # side by side
     ./ol grade L7.3 submissions/ --ray auto              # on an existing Ray cluster
     ./ol grade L7.3 submissions/ --manifest ids.csv --deadline 2026-03-01T23:59 --export canvas
+    ./ol grade L7.3 submissions/ --deadline 2026-03-01T23:59 --late-penalty 10%/day --late-cap 50% --grace 15m
     ./ol grade L7.3 submissions/ --only bob carol         # grade these again, keep the others
 
 Each submission is read safely (ol.class_grading.submissions), screened
@@ -15,23 +16,29 @@ Results go to DIR: grades.csv, <student>.json and summary.md
 grades-<platform>.csv (ol.class_grading.gradebook).  A second run keeps each record
 whose files, checkout and options are unchanged, so an interrupted grading
 resumes where it stopped; everything else is written again from the records.
+
+Ctrl-C or SIGTERM ends every check under way (ol.class_grading.processes),
+writes grades.csv and summary.md for what is graded so far, marked
+incomplete (the rest "not graded yet", no export), and exits 130 or 143.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import os
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from fractions import Fraction
 from pathlib import Path
 
 from ol.errors import OlError
-from ol.exits import ERROR, OK
+from ol.exits import ERROR, INTERRUPTED, OK, TERMINATED
 from ol.class_grading.one import GradeRecord
-from ol.arguments import deadline, positive_int, seconds
+from ol.arguments import deadline, duration, late_penalty, positive_int, seconds, share
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -64,16 +71,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "points, why not a pass, the pitfalls), full (also the diffs of surviving mutants, "
                              f"the course tests' first failure, and <student>.html; default {DEFAULT_LEVEL})")
     parser.add_argument("--manifest", type=Path, metavar="CSV", default=None,
-                        help="a CSV with a header entry,id[,name][,submitted]: each entry's student id on your "
-                             "platform, and the time it was submitted (ISO 8601; default: the entry's file time)")
+                        help="a CSV with a header entry,id and optionally name, submitted, deadline, login, "
+                             "section, email: each entry's student id on your platform, the time it was submitted "
+                             "(ISO 8601; default: the entry's file time) and the student's own deadline (an "
+                             "extension; default --deadline)")
     parser.add_argument("--deadline", type=deadline, metavar="TIME", default=None,
                         help="ISO 8601, e.g. 2026-03-01T23:59 (this machine's time zone unless given): grades.csv "
                              "says which submissions are late")
+    parser.add_argument("--late-penalty", type=late_penalty, metavar="RATE", default=None,
+                        help="e.g. 10%%/day or 2%%/hour: that share of the maximum for each day (hour) started after "
+                             "the student's deadline, as Canvas's late policy counts; grades.csv's points are after it")
+    parser.add_argument("--late-cap", type=share, metavar="PERCENT", default=None,
+                        help="e.g. 50%%: the most a late penalty takes, as a share of the maximum (default 100%%)")
+    parser.add_argument("--grace", type=duration, metavar="DURATION", default=0.0,
+                        help="e.g. 15m: a submission this soon after its deadline is not late (s, m, h or d)")
+    parser.add_argument("--assignment-id", metavar="N", default=None, type=_assignment_id,
+                        help="--export canvas: the Canvas assignment's id, so the import updates that assignment "
+                             "(its header becomes 'Name (N)') instead of making a new one")
     parser.add_argument("--only", nargs="+", metavar="NAME", default=None,
                         help="grade these students again (a student name or an entry's name) and keep every other "
                              "row as it was recorded")
     parser.add_argument("--export", choices=EXPORTS, default=None,
                         help="also write DIR/grades-<platform>.csv to upload (needs --manifest for the ids)")
+    parser.add_argument("--similarity", type=_similarity, default=None, metavar="S",
+                        help="summary.md lists pairs of submissions whose code or tests are at least this alike "
+                             "after normalisation, most alike first (0 to 1; default 0.8)")
     parser.add_argument("--allow-unconfined", action="store_true",
                         help="grade even where bubblewrap cannot run (the results then say so); by default "
                              "ol grade refuses")
@@ -82,6 +104,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx) -> int:
     from ol.class_grading.gradebook import read_manifest
     from ol.class_grading.submissions import read_submissions
+    from ol.cli import Terminated
     from ol.grading import confine
     from ol.grading.check import require_confinement
 
@@ -91,10 +114,16 @@ def run(args: argparse.Namespace, ctx) -> int:
         if args.export and args.manifest is None:
             raise OlError(f"--export {args.export} needs --manifest CSV: the file that gives each entry's student "
                           "id on your platform (a header entry,id)")
+        if args.late_cap is not None and args.late_penalty is None:
+            raise OlError("--late-cap caps a late penalty: give --late-penalty RATE too (e.g. 10%/day)")
+        if args.assignment_id and args.export != "canvas":
+            raise OlError("--assignment-id names a Canvas assignment: it goes with --export canvas")
         confinement, why = confine.choose_confinement()   # namespaces, or (root without them: Docker) one user per run
         require_confinement(confinement, why, allowed=args.allow_unconfined,
                             advice="or pass --allow-unconfined where confinement cannot work")
         manifest = read_manifest(args.manifest) if args.manifest else {}
+        if args.late_penalty and args.deadline is None and not any(r.deadline for r in manifest.values()):
+            raise OlError("--late-penalty needs a deadline: --deadline TIME, or a deadline column in --manifest")
         submissions = read_submissions(args.submissions, module)
         only = _only(args.only, submissions)
     except (OlError, FileNotFoundError) as error:
@@ -105,11 +134,18 @@ def run(args: argparse.Namespace, ctx) -> int:
         return ERROR
     out = args.out or args.submissions.parent / f"{args.submissions.name}-graded"
     out.mkdir(parents=True, exist_ok=True)
+    records: dict[str, GradeRecord] = {}
     try:
-        records = _grade(args, ctx, module, submissions, only, out, confinement)
+        _grade(args, ctx, module, submissions, only, out, confinement, records)
     except OlError as error:
         print(f"ol grade: {error}", file=ctx.err)
         return ERROR
+    except (KeyboardInterrupt, Terminated) as stop:    # every check is ended: say what is graded so far
+        print(f"ol grade: {'interrupted' if isinstance(stop, KeyboardInterrupt) else 'terminated'}: writing the "
+              f"results of the {len(records)} submission(s) graded so far", file=ctx.err)
+        pending = [s.student for s in submissions if s.student not in records]
+        _write_results(args, ctx, module, submissions, records, manifest, out, pending=pending)
+        return INTERRUPTED if isinstance(stop, KeyboardInterrupt) else TERMINATED
     return _write_results(args, ctx, module, submissions, records, manifest, out)
 
 
@@ -125,9 +161,11 @@ def _only(names: list[str] | None, submissions) -> set[str] | None:
     return {by_name[name] for name in names}
 
 
-def _grade(args, ctx, module, submissions, only, out: Path, confinement: str) -> dict[str, GradeRecord]:
-    """{student: record} for every submission: kept, screened out, or graded now,
-    each run confined in `confinement` (confine.choose_confinement)."""
+def _grade(args, ctx, module, submissions, only, out: Path, confinement: str,
+           records: dict[str, GradeRecord]) -> None:
+    """Fill `records` ({student: record}) for every submission: kept, screened
+    out, or graded now, each run confined in `confinement`
+    (confine.choose_confinement).  Interrupted, `records` holds what is done."""
     from ol.class_grading.class_report import read_record, write_record
     from ol.class_grading.checkout import checkout_digest
     from ol.class_grading.one import base_record, not_graded_record
@@ -137,7 +175,6 @@ def _grade(args, ctx, module, submissions, only, out: Path, confinement: str) ->
     workers = args.workers or max(1, cores // jobs) + 1
     grading_key = hashlib.sha256(
         f"{checkout_digest(ctx.root)} {module.id} {args.time_limit} {confinement}".encode()).hexdigest()
-    records: dict[str, GradeRecord] = {}
     groups: dict[str, tuple] = {}        # digest -> (files, [base, ...]): the same files are graded once
     kept, missing = 0, []
     for submission in submissions:
@@ -174,7 +211,6 @@ def _grade(args, ctx, module, submissions, only, out: Path, confinement: str) ->
             _run_groups(args, ctx, module, groups, jobs=jobs, workers=workers, confinement=confinement, finish=finish)
     finally:
         progress.close()
-    return records
 
 
 def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, confinement: str, finish) -> None:
@@ -198,30 +234,47 @@ def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, con
                          on_done=lambda record: finish(record.student, record))
         return
     from ol.class_grading.one import grade_one
+    from ol.class_grading.processes import CheckProcesses
 
-    with tempfile.TemporaryDirectory(prefix="ol-grade-") as scratch, ThreadPoolExecutor(jobs) as pool:
+    processes = CheckProcesses()
+    with tempfile.TemporaryDirectory(prefix="ol-grade-") as scratch:
+        pool = ThreadPoolExecutor(jobs)
+
         def one(files: dict[str, bytes]) -> GradeRecord:
             workdir = Path(tempfile.mkdtemp(dir=scratch, prefix="submission-"))   # never shared, whatever the names
             return grade_one(ctx.root, module.id, files, workdir=workdir, workers=workers,
-                             time_limit=args.time_limit, mutant_cache=cache, confinement=confinement)
+                             time_limit=args.time_limit, mutant_cache=cache, confinement=confinement,
+                             processes=processes)
 
-        futures = {pool.submit(one, files): digest for digest, (files, _) in groups.items()}
-        for future in as_completed(futures):
-            try:
-                result = future.result()
-            except Exception as error:  # noqa: BLE001 (one submission's fault is its own row, never the class's)
-                result = GradeRecord(student="", error=f"the grader failed: {type(error).__name__}: {error}")
-            finish(futures[future], result)
+        try:
+            futures = {pool.submit(one, files): digest for digest, (files, _) in groups.items()}
+            for future in as_completed(futures):
+                try:
+                    result = future.result()
+                except Exception as error:  # noqa: BLE001 (one submission's fault is its own row, never the class's)
+                    result = GradeRecord(student="", error=f"the grader failed: {type(error).__name__}: {error}")
+                finish(futures[future], result)
+        except BaseException:            # Ctrl-C, SIGTERM: end every check, wait for none to finish
+            processes.stop()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)   # stopped, each thread returns within a poll
+
+
+NOT_GRADED_YET = ("not graded yet: ol grade was interrupted before it graded this submission; the same command "
+                  "again grades it (and keeps what is graded)")
 
 
 def _write_results(args, ctx, module, submissions, records: dict[str, GradeRecord], manifest: dict,
-                   out: Path) -> int:
-    """grades.csv, summary.md, the feedback files and the export, all from the records."""
+                   out: Path, pending: list[str] = ()) -> int:
+    """grades.csv, summary.md, the feedback files and the export, all from the
+    records; with `pending` (students an interrupt left ungraded) the results
+    so far, marked incomplete, and no export."""
     from ol.class_grading.checkout import catalog_pitfalls, graded_source
     from ol.class_grading.class_report import headline, row, summary, write_csv
-    from ol.class_grading.copies import similar_pairs
+    from ol.class_grading.copies import THRESHOLD, similar_pairs
     from ol.class_grading.feedback import write_feedback
-    from ol.class_grading.gradebook import ExportRow, late, shown_time, write_export
+    from ol.class_grading.gradebook import DAY, ExportRow, LatePolicy, shown_time, write_export
     from ol.class_grading.outcome import PASSED, read_outcome
     from ol.class_grading.points import shown
     from ol.files import write_whole
@@ -231,28 +284,47 @@ def _write_results(args, ctx, module, submissions, records: dict[str, GradeRecor
     source, source_path = graded_source(ctx.root, module)
     rows, outcomes, export = [], [], []
     entries = {s.student: s for s in submissions}
+    records = {**records, **{student: GradeRecord(student=student, source=entries[student].source, module=module.id,
+                                                  not_graded={"reason": NOT_GRADED_YET, "details": []})
+                             for student in pending}}
+    policy = LatePolicy(*(args.late_penalty or (Fraction(0), DAY)), cap=args.late_cap, grace=args.grace)
     for student, record in sorted(records.items()):
         outcome = read_outcome(record, table, pitfalls)
-        outcomes.append(outcome)
         entry = manifest.get(entries[student].source) or manifest.get(student)
         submitted = entry.submitted if entry and entry.submitted is not None else outcome.submitted
-        is_late = late(submitted, args.deadline)
-        rows.append(row(outcome, student_id=entry.id if entry else "", submitted=shown_time(submitted), late=is_late))
+        due = entry.deadline if entry and entry.deadline is not None else (
+            args.deadline.timestamp() if args.deadline else None)
+        lateness = policy.lateness(submitted, due)
+        outcome = dataclasses.replace(outcome, points=outcome.points.late(lateness.share), late=lateness.said(policy))
+        outcomes.append(outcome)
+        rows.append(row(outcome, student_id=entry.id if entry else "", submitted=shown_time(submitted),
+                        late=lateness.late))
+        if student in pending:
+            rows[-1].update({"points": "", "points before penalty": "", "late penalty": ""})
+            continue
         if entry:
             export.append(ExportRow(entry.id, entry.name or student, shown(outcome.points.total),
                                     f"{float(outcome.points.maximum):g}",
-                                    "yes" if outcome.status == PASSED else "no", is_late))
+                                    "yes" if outcome.status == PASSED else "no", lateness.late,
+                                    entry.login, entry.section, entry.email))
         try:
             write_feedback(outcome, table, args.feedback, out, source, source_path)
         except OSError as error:
             print(f"ol grade: could not write {student}'s feedback in {out}: {error.strerror or error}", file=ctx.err)
     write_csv(rows, out / "grades.csv")
     texts = {s.student: _texts(module, s) for s in submissions if not s.refused and s.student in records}
-    pairs = similar_pairs(texts, starter=_starter(ctx.root, module))
-    deadline = args.deadline.isoformat(timespec="minutes") if args.deadline else ""
-    late_count = sum(1 for r in rows if r["late"] == "yes") if args.deadline else None
+    pairs = similar_pairs(texts, starter=_starter(ctx.root, module),
+                          threshold=args.similarity if args.similarity is not None else THRESHOLD)
+    extended = any(entry.deadline is not None for entry in manifest.values())
+    deadline = " ".join(part for part in (args.deadline.isoformat(timespec="minutes") if args.deadline else "",
+                                          "or the student's own in --manifest" if extended else "") if part)
+    late_count = sum(1 for r in rows if r["late"] == "yes") if args.deadline or extended else None
+    incomplete = (f"INCOMPLETE: ol grade was interrupted before it graded {len(pending)} of the "
+                  f"{len(records)} submissions (\"not graded yet\" below and in grades.csv; no export was "
+                  "written). The same command again grades them and keeps the rest.") if pending else ""
     write_whole(out / "summary.md", summary(module.id, outcomes, table, late=late_count, deadline=deadline,
-                                            pairs=pairs))
+                                            pairs=pairs, late_policy=policy.said() if policy.rate else "",
+                                            incomplete=incomplete))
     if manifest:
         named = {e.source for e in submissions} | set(entries)
         unknown = sorted(name for name in manifest if name not in named)
@@ -262,12 +334,40 @@ def _write_results(args, ctx, module, submissions, records: dict[str, GradeRecor
         unlisted = sorted(s.source for s in submissions if s.source not in manifest and s.student not in manifest)
         if unlisted:
             print(f"ol grade: not in --manifest (no id; left out of any export): {', '.join(unlisted)}", file=ctx.err)
-    if args.export:
+    if args.export and pending:
+        print(f"ol grade: --export {args.export}: not written, the grading is incomplete", file=ctx.err)
+    elif args.export:
         path = write_export(args.export, export, out / f"grades-{args.export}.csv",
-                            column=f"{module.id} {module.title}")
-        print(f"ol grade: wrote {path} ({len(export)} students)", file=ctx.err)
-    print(f"{headline(module.id, outcomes)}; results in {out}", file=ctx.out)
+                            column=f"{module.id} {module.title}", assignment_id=args.assignment_id or "")
+        print(f"ol grade: wrote {path} ({_count(len(export), 'student')})", file=ctx.err)
+    said = f"; INCOMPLETE: {len(pending)} not graded yet (run the same command again)" if pending else ""
+    print(f"{headline(module.id, outcomes)}{said}; results in {out}", file=ctx.out)
     return OK
+
+
+def _count(n: int, noun: str) -> str:
+    """"1 student", "2 students"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _similarity(text: str) -> float:
+    """--similarity: a share from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a similarity from 0 to 1 (0.8: 80% of their own fingerprints "
+                                         f"in common), got {text!r}")
+    return value
+
+
+def _assignment_id(text: str) -> str:
+    """--assignment-id: Canvas's assignment id, a whole number."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected the Canvas assignment's id, a whole number (it ends the "
+                                         f"assignment's address: .../assignments/4711), got {text!r}")
+    return text.strip()
 
 
 def _texts(module, submission) -> dict[str, str]:
@@ -279,15 +379,18 @@ def _texts(module, submission) -> dict[str, str]:
 
 
 def _starter(root: Path, module) -> dict[str, str]:
-    """What `ol start` gives every student: the stubs and the starter test."""
+    """What every student's work shares without copying: the stubs and the
+    starter test `ol start` gives everyone, and the shape of a correct
+    module file (the reference and its alternates)."""
+    from ol.catalog import REFERENCE_TREE, load_catalog
     from ol.workspace import fresh_stubs, starter_test_text
 
     try:
-        from ol.catalog import load_catalog
-
-        return {"code": "\n".join(fresh_stubs(root, module).values()),
+        correct = [root / REFERENCE_TREE / module.grading.target, *(root / a for a in module.grading.alternates)]
+        return {"code": "\n".join([*fresh_stubs(root, module).values(), *(p.read_text(encoding="utf-8")
+                                                                          for p in correct)]),
                 "tests": starter_test_text(root, module, load_catalog(root))}
-    except (OlError, OSError):
+    except (OlError, OSError, UnicodeDecodeError):
         return {}
 
 

@@ -25,15 +25,37 @@ The zip holds what Gradescope's documented layout expects at its root:
     autograder.json    the module, the points per part, the feedback level
     checkout/          the instructor's checkout of the course (no student's work)
 
-results.json (Gradescope's specification): "score" (the sum of the parts,
-ol.class_grading.points), "output" (the top line: the verdict, the points and why it
-is not a pass), and "tests": the course tests, the mutation grade and the
-pitfalls, whose maximums always add up to the catalog's total, then one
-entry per pitfall, "Misconception: ... (caught / not caught)", with a status
-and no points.  What the outputs hold follows --feedback (ol.class_grading.feedback),
-as in `ol grade`.  The output's last line, and extra_data.confinement, name
-how every run of the student's code was confined (confine.choose_confinement: with
-bubblewrap, or where Docker refuses namespaces, as a user of its own per run).
+results.json (Gradescope's specification, gradescope/autograder_samples
+docs/specs.md): "score" (the sum of the parts, ol.class_grading.points),
+"output" (the top line: the verdict, the points and why it is not a pass),
+and "tests": the course tests, the mutation grade and the pitfalls, whose
+maximums always add up to the catalog's total, then one entry per pitfall,
+"Misconception: ... (caught / not caught)", with a status and no points.  An
+entry that was not run says so in its name and output: a misconception entry
+then has neither score nor status (the specification's status is only
+"passed" or "failed"; without it and without a score the entry marks
+neither), a part keeps its 0 points and says "(not run)".
+
+What each entry shows follows --feedback, as in `ol grade` (ol.class_grading.feedback):
+
+    entry                none              summary                         full
+    output (the top)     verdict, points   + why, its first 3 details      + every detail
+    course tests         how many pass     how many pass                   + the first failure
+    mutation grade       (empty)           the score, the floors, the      + a few diffs per
+                                           survivors counted by function   function
+    pitfalls             (empty)           how many caught                 how many caught
+    one per misconception (none)           caught or not, the symptom      the same
+
+and when: --visibility (visible, hidden, after_due_date, after_published:
+the specification's values) is set on the mutation, pitfalls and
+misconception entries; the course tests and the top output stay visible.
+Gradescope hides a student's total while any entry is hidden from them.
+
+The autograder applies no late penalty: Gradescope's own late due date,
+extensions and late policy do (the README says so).  The output's last
+line, and extra_data.confinement, name how every run of the student's code
+was confined (confine.choose_confinement: with bubblewrap, or where Docker
+refuses namespaces, as a user of its own per run).
 """
 
 from __future__ import annotations
@@ -47,8 +69,10 @@ import traceback
 import zipfile
 from pathlib import Path
 
+from ol.arguments import seconds
 from ol.exits import ERROR, OK
 from ol.files import whole, write_whole
+from ol.grading.check import DEFAULT_TIME_LIMIT
 
 AUTOGRADER_PYTHON = "3.11"      # what setup.sh installs on Ubuntu 22.04, and the lock is made for
 
@@ -161,6 +185,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="the zip to write (default autograder.zip)")
     parser.add_argument("--feedback", choices=LEVELS, default=DEFAULT_LEVEL,
                         help=f"what students see, as ol grade --feedback (default {DEFAULT_LEVEL})")
+    parser.add_argument("--visibility", choices=VISIBILITIES, default="visible",
+                        help="when students see the mutation grade, the pitfalls and each misconception (Gradescope's "
+                             "values; the course tests and the top line are always visible; while an entry is "
+                             "hidden Gradescope hides the student's total; default visible)")
+    parser.add_argument("--time-limit", type=seconds, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
+                        help="a check's time limit for the course tests and a suite on a correct implementation, "
+                             f"as ol grade --time-limit (default {DEFAULT_TIME_LIMIT:.0f}; Gradescope stops the "
+                             "whole run at its own limit, 10 minutes unless raised in the assignment's settings)")
     parser.add_argument("--allow-unconfined", action="store_true",
                         help="grade even if bubblewrap cannot run in Gradescope's container (results say so)")
 
@@ -172,7 +204,7 @@ def run(args: argparse.Namespace, ctx) -> int:
         module = ctx.module(args.module)
         ctx.catalog.graded(module.id, "an autograder")
         path = build_bundle(ctx.root, module.id, args.out, allow_unconfined=args.allow_unconfined,
-                            feedback=args.feedback)
+                            feedback=args.feedback, visibility=args.visibility, time_limit=args.time_limit)
     except (OlError, OSError) as error:
         print(f"ol gradescope: {error}", file=ctx.err)
         return ERROR
@@ -182,14 +214,14 @@ def run(args: argparse.Namespace, ctx) -> int:
 
 
 def build_bundle(root: Path, module_id: str, out: Path, *, allow_unconfined: bool = False,
-                 feedback: str = "full") -> Path:
+                 feedback: str = "full", visibility: str = "visible", time_limit: float = DEFAULT_TIME_LIMIT) -> Path:
     from ol.catalog import load_catalog
     from ol.class_grading.checkout import checkout_files
     from ol.class_grading.pins import lock_file
 
     module = load_catalog(root).get(module_id)
     config = {"module": module.id, "points": module.grading.points, "allow_unconfined": allow_unconfined,
-              "feedback": feedback}
+              "feedback": feedback, "visibility": visibility, "time_limit": time_limit}
     lock = lock_file(root, AUTOGRADER_PYTHON)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -245,8 +277,8 @@ def autograder_main(argv: list[str]) -> int:
 def crashed(table: dict | None, detail: str) -> dict:
     """results.json when the autograder itself failed: score 0, every part at 0 of its maximum."""
     output = ("The autograder failed (not your work); tell your instructor.\n\n```\n" + detail.strip() + "\n```")
-    tests = [{"name": _PART_TITLES[part], "score": 0.0, "max_score": float(value), "output": "Not graded.",
-              "output_format": "md", "visibility": "visible", "status": "failed"}
+    tests = [{"name": _PART_TITLES[part] + NOT_RUN, "score": 0.0, "max_score": float(value),
+              "output": "Not run: the autograder failed.", "output_format": "md", "visibility": "visible"}
              for part, value in (table or {}).items() if part in _PART_TITLES]
     return {"score": 0.0, "output": output, "output_format": "md", "tests": tests}
 
@@ -275,11 +307,13 @@ def grade_submission(checkout: Path, config: dict, submission: Path) -> dict:
         with tempfile.TemporaryDirectory(prefix="ol-autograder-") as scratch:
             cache = sorted((Path.home() / ".cache" / "tinyllm-ol").glob("*.json"))
             record = grade_one(checkout, module.id, entry.files, workdir=Path(scratch) / "work",
-                               workers=(os.cpu_count() or 1) + 1, confinement=confinement, mutant_cache=cache).about(base)
+                               workers=(os.cpu_count() or 1) + 1, confinement=confinement, mutant_cache=cache,
+                               time_limit=float(config.get("time_limit") or DEFAULT_TIME_LIMIT)).about(base)
     if record.error:     # Gradescope shows the autograder's stdout to instructors only
         print(f"ol: the grader failed on this submission (not the student's work): {record.error}")
     outcome = read_outcome(record, config["points"], catalog_pitfalls(checkout, module))
-    return results_json(outcome, config["points"], config.get("feedback", "full"))
+    return results_json(outcome, config["points"], config.get("feedback", "full"),
+                        visibility=config.get("visibility", "visible"))
 
 
 CONFINEMENT_SAID = {   # how each run of the student's code was confined (ol.grading.confine)
@@ -293,31 +327,41 @@ _PART_TITLES = {"course_tests": "Course tests (your code against Hugging Face's 
                 "pitfalls": "Pitfalls (your tests catch each classic mistake)"}
 
 
-def results_json(outcome, table: dict[str, float], level: str) -> dict:
-    """An Outcome as Gradescope's results.json: three parts whose maximums add
-    up to the catalog's total, then one line per misconception."""
-    from ol.class_grading.feedback import ROUNDING, part_lines, pitfall_title, survivors_by_function, top_line
-    from ol.class_grading.outcome import NOT_GRADED
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")   # Gradescope's specs.md
+NOT_RUN = " (not run)"
 
+
+def results_json(outcome, table: dict[str, float], level: str, visibility: str = "visible") -> dict:
+    """An Outcome as Gradescope's results.json: three parts whose maximums add
+    up to the catalog's total, then one line per misconception; what each
+    shows by `level` and when by `visibility` (the module's docstring)."""
+    from ol.class_grading.feedback import ROUNDING, part_lines, pitfall_title, survivors_by_function, top_line
+
+    if visibility not in VISIBILITIES:
+        raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, got {visibility!r}")
     lines = {part: what for part, what, _ in part_lines(outcome, table)}
     said = level != "none"
-    course_detail = said and level == "full" and outcome.status == NOT_GRADED and outcome.reason.startswith(
-        "course tests fail")
+    course_detail = said and level == "full" and outcome.reason.startswith("course tests fail")
     outputs = {
         "course_tests": f"{lines['course tests'].capitalize()}." + (_block(outcome.details) if course_detail else ""),
         "mutation": _mutation_output(outcome, lines["mutation grade"], level, survivors_by_function),
         "pitfalls": f"{lines['pitfalls'].capitalize()}." if said else "",
     }
+    ran = {"course_tests": outcome.course is not None, "mutation": outcome.graded, "pitfalls": outcome.graded}
     tests = []
     for part, earned, maximum in outcome.points.parts(table):
-        tests.append({"name": _PART_TITLES[part], "score": float(earned), "max_score": float(maximum),
-                      "output": outputs[part] if said or part == "course_tests" else "", "output_format": "md",
-                      "visibility": "visible"})
+        tests.append({"name": _PART_TITLES[part] + ("" if ran[part] else NOT_RUN), "score": float(earned),
+                      "max_score": float(maximum), "output": outputs[part] if said or part == "course_tests" else "",
+                      "output_format": "md", "visibility": "visible" if part == "course_tests" else visibility})
     if said:
         for pitfall in outcome.pitfalls:
-            tests.append({"name": pitfall_title(pitfall), "status": "passed" if pitfall.caught else "failed",
-                          "output": f"Symptom: {pitfall.symptom}" if pitfall.caught is False else "",
-                          "visibility": "visible"})
+            entry = {"name": pitfall_title(pitfall), "visibility": visibility}
+            if pitfall.caught is None:      # not run: neither passed nor failed
+                entry["output"] = f"Not run: {outcome.reason}" if outcome.reason else "Not run."
+            else:
+                entry["status"] = "passed" if pitfall.caught else "failed"
+                entry["output"] = f"Symptom: {pitfall.symptom}" if pitfall.caught is False else ""
+            tests.append(entry)
     output = top_line(outcome, level)
     if said and outcome.details and not course_detail:
         output += _block(outcome.details if level == "full" else outcome.details[:3])
@@ -339,8 +383,13 @@ def _mutation_output(outcome, line: str, level: str, survivors_by_function) -> s
     if level == "none":
         return ""
     if not outcome.graded:
-        return f"Not graded: {outcome.reason}"
+        return f"Not run: {outcome.reason}"
     text = f"{line[0].upper()}{line[1:]}."
+    # A graded suite with rejected tests: today a rejected test stops the grade, so this says nothing yet; once
+    # a rejected test costs only itself (issue 28, item 1), the tests left out are named here, with the rest graded.
+    left_out = [entry["test"] for entry in outcome.rejected]
+    if left_out:
+        text += f"\n\nLeft out (they fail on a correct implementation): {', '.join(left_out)}."
     below = [floor_line(f) for f in outcome.floors if not f.get("met")]
     if below:
         text += "\n\nBelow a function's floor (every public function needs its share caught): " + "; ".join(below) + "."

@@ -30,6 +30,7 @@ from pathlib import Path
 from ol.catalog import Module
 from ol.class_grading.checkout import copy_checkout
 from ol.class_grading.precheck import Screening, screen
+from ol.class_grading.processes import CheckProcesses
 from ol.class_grading.submissions import Submission
 from ol.grading.check import DEFAULT_TIME_LIMIT, CheckResult
 from ol.grading.confine import UNCONFINED
@@ -55,6 +56,7 @@ class GradeRecord:
     submitted: float | None = None  # the entry's own time (seconds since the epoch)
     unparsable: list[dict] = field(default_factory=list)     # test files that do not parse: {"file", "problem"}
     no_tests: str | None = None     # what to say when no test file was taken (ol.class_grading.precheck)
+    taken_from: str = ""            # where the files were found, when deeper than expected (ol.class_grading.submissions)
     confinement: str = ""           # what the check had in force (ol.grading.confine)
     result: CheckResult | None = None
     seconds: float = 0.0
@@ -82,7 +84,7 @@ class GradeRecord:
 
 
 SUBMISSION_FIELDS = ("student", "source", "module", "digest", "names", "ignored", "submitted", "unparsable",
-                     "no_tests", "confinement")
+                     "no_tests", "confinement", "taken_from")
 
 
 def base_record(module: Module, submission: Submission, *, grading_key: str,
@@ -96,7 +98,8 @@ def base_record(module: Module, submission: Submission, *, grading_key: str,
     base = GradeRecord(student=submission.student, source=submission.source, module=module.id,
                        digest=hashlib.sha256(f"{grading_key} {what}".encode()).hexdigest(),
                        names=submission.names, ignored=submission.ignored, submitted=submission.submitted,
-                       unparsable=screening.unparsable, no_tests=screening.no_tests, confinement=confinement)
+                       unparsable=screening.unparsable, no_tests=screening.no_tests, confinement=confinement,
+                       taken_from=submission.taken_from)
     return base, screening
 
 
@@ -108,14 +111,16 @@ def not_graded_record(base: GradeRecord, screening: Screening) -> GradeRecord:
 
 def grade_one(checkout: Path, module_id: str, files: dict[str, bytes], *, workdir: Path, workers: int = 2,
               time_limit: float = DEFAULT_TIME_LIMIT, mutant_cache: list[Path] = (), confinement: str = "auto",
-              timeout: float = SUBMISSION_TIMEOUT) -> GradeRecord:
+              timeout: float = SUBMISSION_TIMEOUT, processes: CheckProcesses | None = None) -> GradeRecord:
     """The check's --json result read back, with its seconds and error (None
     when graded); `GradeRecord.about(base)` adds the submission's own fields.
 
     confinement: how the check must confine its runs (confine.CONFINED
     or confine.BY_UID, as confine.choose_confinement() found it here), "auto" for
     the strongest the machine it runs on allows (a Ray worker), refusing to
-    run unconfined; or confine.UNCONFINED (ol grade --allow-unconfined)."""
+    run unconfined; or confine.UNCONFINED (ol grade --allow-unconfined).
+    processes: the grading's CheckProcesses, which an interrupt ends
+    (ol.class_grading.processes.Interrupted is then raised, never a record)."""
     started = time.monotonic()
     workdir = Path(workdir)
     copy, home, tmp = workdir / "checkout", workdir / "home", workdir / "tmp"
@@ -142,8 +147,7 @@ def grade_one(checkout: Path, module_id: str, files: dict[str, bytes], *, workdi
         env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "OL_"))}
         env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), TMPDIR=str(tmp))
         try:
-            done = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout,
-                                  start_new_session=True)
+            done = (processes or CheckProcesses()).run(command, cwd=copy, env=env, timeout=timeout)
         except subprocess.TimeoutExpired:
             return _error(started, f"grading took longer than {timeout:.0f} s and was stopped")
         record = _parse(done)

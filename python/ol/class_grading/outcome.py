@@ -7,6 +7,7 @@ ol.class_grading that reads a check's result (ol.class_grading.one.GradeRecord, 
     outcome.reason      why it is not a pass, in one line of the student's words ("" when passed)
     outcome.details     lines that explain the reason (the course tests' first failure, ...)
     outcome.points      ol.class_grading.points.Points (the same rule for grades.csv and Gradescope)
+    outcome.late        how late, and its penalty (set by ol grade from the deadlines: gradebook.LatePolicy)
     check_result(outcome)           the record as a CheckResult, for ol.grading.html_report
 
 A record (ol.class_grading.one.GradeRecord) is the check's result, plus what
@@ -75,6 +76,7 @@ class Outcome:
     error: str                               # a fault of the grader, for the instructor ("" when none)
     confinement: str
     record: GradeRecord | None = field(default=None, compare=False, repr=False)   # what it was read from
+    late: str = ""                           # how late, and the penalty in points.late_share ("" when on time)
 
     @property
     def graded(self) -> bool:
@@ -115,6 +117,14 @@ def read_outcome(record: GradeRecord, table: dict[str, float], catalog_pitfalls:
         reason, details = _not_passed(score, threshold, pitfalls, floors), ()
     else:
         reason, details = "", ()
+    failure = result.course_failure if result is not None and not error and not record.not_graded else None
+    if failure:      # the suite was graded (or refused) on its own: the course tests' failure comes first
+        said, told = _course_failure(result, list(failure.get("problems") or []), failure.get("output") or "",
+                                     record.module or result.module)
+        reason = "; ".join(part for part in (said, reason if reason != "not passed" else "") if part)
+        details = (*told, *details)
+    if record.taken_from:      # files found deeper than the layout expects: say from where
+        reason = "; ".join(part for part in (reason, record.taken_from) if part)
     return Outcome(
         student=record.student, source=record.source or record.student,
         module=record.module or (result.module if result is not None else ""), status=status,
@@ -173,7 +183,7 @@ def _not_graded(record: GradeRecord, rejected: tuple[dict, ...], error: str) -> 
     problems = [str(p) for p in result.problems]
     module = record.module or result.module
     if reason.startswith("course tests fail on your code"):
-        return _course_failure(result, problems, module)
+        return _course_failure(result, problems, result.output or "", module)
     if reason.startswith("your tests do things graded tests may not"):
         unparsable = record.unparsable
         if unparsable:
@@ -246,9 +256,11 @@ def _location(problem: str) -> str:
     return re.sub(r"^(\S+\.py):(\d+): ", r"\1 line \2: ", problem)
 
 
-def _course_failure(result: CheckResult, failed: list[str], module: str) -> tuple[str, tuple[str, ...]]:
+def _course_failure(result: CheckResult, failed: list[str], output: str, module: str) -> tuple[str, tuple[str, ...]]:
+    """The course tests' failure in one line (with the diagnosis of the first
+    failure), and the lines that explain it; `output` is pytest's report."""
     total = result.course_tests.get("total") or 0
-    lines = first_failure(result.output or "")
+    lines = first_failure(output)
     head = f"course tests fail on your code: {len(failed)} of {total} fail" if total else \
         "course tests fail on your code"
     if not lines:      # no report: they took too long, or pytest did not run
@@ -295,12 +307,16 @@ def check_result(outcome: Outcome):
                          problems=list(outcome.details), output=outcome.suite_output,
                          seconds=outcome.seconds, confinement=outcome.confinement,
                          rejected=[dict(entry) for entry in outcome.rejected])
+    checked = record.result
+    if checked is not None and checked.course_failure:
+        result.course_tests = dict(checked.course_tests)
+        result.course_failure = {**checked.course_failure, "problems": [
+            words(p) for p in checked.course_failure.get("problems") or []], "output": ""}
     if not outcome.graded:
         return result
     result.floors = [dict(floor) for floor in outcome.floors]
     result.passed, result.score = outcome.status == PASSED, float(outcome.score)
     result.killed, result.counted = outcome.killed, outcome.counted
-    checked = record.result
     tests = {p.id: tuple(words(t) for t in p.tests) for p in checked.pitfalls}
     result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(p.caught), tests.get(p.id, ()))
                        for p in outcome.pitfalls]

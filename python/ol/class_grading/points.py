@@ -5,7 +5,9 @@ The rule (the catalog's [module.grading.points], default 40, 50, 10):
     course tests   points["course_tests"] x passed / total     (0 when they did not run)
     mutation       points["mutation"]     x killed / counted    (0 when not graded)
     pitfalls       points["pitfalls"]     x caught / pitfalls   (0 when not graded)
-    total          the sum of the three parts as shown
+    before penalty the sum of the three parts as shown
+    total          before penalty minus the late penalty (a share of the maximum,
+                   ol.class_grading.gradebook.LatePolicy), rounded down, never below 0
     maximum        the sum of points: the same for every student, graded or not
 
 The rounding: every part is computed exactly (fractions) and then rounded
@@ -18,7 +20,7 @@ summary.md, <student>.md and Gradescope all take their numbers from here.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 
@@ -41,10 +43,25 @@ class Points:
     mutation: Fraction
     pitfalls: Fraction
     maximum: Fraction
+    late_share: Fraction = Fraction(0)     # the late penalty as a share of the maximum (0: none)
+
+    @property
+    def before_penalty(self) -> Fraction:
+        return self.course_tests + self.mutation + self.pitfalls
 
     @property
     def total(self) -> Fraction:
-        return self.course_tests + self.mutation + self.pitfalls
+        """The points that count: before penalty, less the late penalty."""
+        return max(Fraction(0), floor2(self.before_penalty - self.late_share * self.maximum))
+
+    @property
+    def penalty(self) -> Fraction:
+        """The points the late penalty took."""
+        return self.before_penalty - self.total
+
+    def late(self, share: Fraction) -> Points:
+        """These points with a late penalty of `share` of the maximum."""
+        return replace(self, late_share=Fraction(share))
 
     def parts(self, table: dict[str, float]) -> list[tuple[str, Fraction, Fraction]]:
         """(part, points, out of) in the catalog's order."""

@@ -42,7 +42,7 @@ def screen(module: Module, submission: Submission) -> Screening:
         path = f"{STUDENT_TREE}/{file}"
         name = PurePosixPath(file).name
         if path not in submission.files:
-            return Screening(f"no {name}: expected {path}, or {name} at the top; {_found(submission, name)}",
+            return Screening(f"no {name}: expected {path}, or {name} in any folder; {_found(submission, name)}",
                              [f"files taken: {', '.join(sorted(submission.names.values())) or 'none'}",
                               f"files ignored: {', '.join(submission.ignored) or 'none'}"])
         problem = parse_problem(submission.files[path])

@@ -10,12 +10,23 @@ names, from folders, zips or tarballs, one per student.
     s.ignored     names in the submission that were not taken
     s.submitted   the entry's time (an archive's own, a folder's newest file), or None
     s.refused     why the entry could not be taken (the student's words), or None
+    s.taken_from  where its files were found, when deeper than the rules below expect ("" otherwise)
 
 A submission holds the student's files at their checkout paths
 (python/tinyllm/modern/rope.py, python/tests/l7-3-rope/...), possibly inside
 one top folder, or directly at its root: rope.py beside test_*.py, or beside a
 folder named like the test folder (l7-3-rope/) or tests/; another .py file
-at the root is taken as a helper only when a test imports it.  Everything else
+at the root is taken as a helper only when a test imports it.
+
+Those rules are read from the submission's root, found at any depth: the
+top (or its one top folder) when the module's file is there, else the one
+folder that holds it deeper down (Downloads/L7.3 submission/python/... has
+its root at "Downloads/L7.3 submission"; src/rope.py at "src").  A file at
+its checkout path (…/python/tinyllm/modern/rope.py) is preferred to a bare
+rope.py; two equally good candidates are a refusal that names both.  When
+no test file is found from that root, the one folder elsewhere named like
+the test folder (…/python/tests/l7-3-rope/, l7-3-rope/, tests/) holds the
+tests.  `taken_from` then says where the files were found; everything else
 is listed as ignored.
 
 Each entry is read by ol.class_grading.archives, which refuses what cannot be taken
@@ -40,6 +51,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from ol.catalog import STUDENT_TREE, Module
 from ol.class_grading.archives import Refused, no_file_is_a_folder, read_entry, shown
@@ -60,6 +72,7 @@ class Submission:
     ignored: list[str] = field(default_factory=list)
     submitted: float | None = None
     refused: str | None = None
+    taken_from: str = ""
 
     def digest(self) -> str:
         """sha256 over the files taken (paths and bytes)."""
@@ -86,7 +99,9 @@ def read_submission(entry: Path, module: Module, student: str) -> Submission:
     try:
         submission.submitted = entry.lstat().st_mtime     # the entry's own time, even if it cannot be read
         raw, submission.submitted = read_entry(entry)
-        submission.files, submission.names, submission.ignored = take(raw, module)
+        taken = take(raw, module)
+        submission.files, submission.names, submission.ignored = taken.files, taken.names, taken.ignored
+        submission.taken_from = taken.taken_from
     except Refused as why:
         submission.refused = f"{submission.source} {why}"
     except OSError as error:     # its own message may hold the instructor's paths: never shown
@@ -125,11 +140,42 @@ def _made_name(stem: str, entry: str, digits: int) -> str:
 # ---- which files are the student's work ------------------------------------------------------
 
 
-def take(raw: dict[str, bytes], module: Module) -> tuple[dict[str, bytes], dict[str, str], list[str]]:
-    """(files at their checkout paths, {checkout path: name in the submission},
-    names ignored) for `module`."""
+class Taken(NamedTuple):
+    files: dict[str, bytes]      # checkout path -> bytes
+    names: dict[str, str]        # checkout path -> the name in the submission
+    ignored: list[str]           # names in the submission not taken
+    taken_from: str = ""         # where they were found, when deeper than expected ("" otherwise)
+
+
+def take(raw: dict[str, bytes], module: Module) -> Taken:
+    """The files of `module` in the submission `raw` ({name: bytes}), by the
+    rules of the module's docstring."""
     kept = {name: name for name in raw if not SKIPPED_PARTS.intersection(PurePosixPath(name).parts)}
-    inside = _inside_single_top_folder(list(kept))        # {name inside: name submitted}
+    root, deeper = _root(list(kept), module)
+    inside = {name[len(root) + 1:] if root else name: name for name in kept if _under(name, root)}
+    if not deeper:
+        inside = _inside_single_top_folder(list(inside))
+    taken, ignored = _take_from(inside, raw, module)
+    ignored += [name for name in kept if not _under(name, root)]
+    tests = module.student_tests.rstrip("/")
+    folder = None
+    if not any(target.startswith(tests + "/") for target in taken):
+        folder = _test_folder_elsewhere(ignored, module)
+        for name in sorted(n for n in ignored if folder is not None and _under(n, folder)):
+            taken[f"{tests}/{name[len(folder) + 1:]}"] = name
+            ignored.remove(name)
+    no_file_is_a_folder(dict.fromkeys(taken, b""))
+    ignored += [name for name in raw if name not in kept]
+    code = ", ".join(PurePosixPath(f).name for f in module.files)
+    where = [f"{code if folder else 'files'} taken from {root}/"] if deeper else []
+    where += [f"tests taken from {folder}/"] if folder else []
+    return Taken({target: raw[submitted] for target, submitted in taken.items()}, taken, sorted(ignored),
+                 ", ".join(where))
+
+
+def _take_from(inside: dict[str, str], raw: dict[str, bytes], module: Module) -> tuple[dict[str, str], list[str]]:
+    """({checkout path: name submitted}, names ignored) of `inside` ({name
+    relative to the root: name submitted}), by the layout rules."""
     module_files = {f"{STUDENT_TREE}/{f}" for f in module.files}
     tests = module.student_tests.rstrip("/")
     checkout_layout = any(name in module_files or name.startswith(tests + "/") for name in inside)
@@ -168,19 +214,68 @@ def take(raw: dict[str, bytes], module: Module) -> tuple[dict[str, bytes], dict[
             taken[f"{tests}/{name}"] = submitted
         else:
             ignored.append(submitted)
-    no_file_is_a_folder(dict.fromkeys(taken, b""))
-    ignored += [name for name in raw if name not in kept]
-    return {target: raw[submitted] for target, submitted in taken.items()}, taken, sorted(ignored)
+    return taken, ignored
+
+
+def _under(name: str, folder: str) -> bool:
+    return not folder or name.startswith(folder + "/")
+
+
+def _root(names: list[str], module: Module) -> tuple[str, bool]:
+    """(the folder the layout rules read from, whether it is deeper than the
+    top or its one top folder).  Refused when two folders hold the module's
+    file equally well."""
+    module_files = [f"{STUDENT_TREE}/{f}" for f in module.files]
+    basenames = {PurePosixPath(f).name for f in module.files}
+    top = {PurePosixPath(n).relative_to(t).as_posix() if t else n: n
+           for t in [_single_top_folder(names)] for n in names}
+    if any(name in module_files or name in basenames for name in top):
+        return "", False
+    at_checkout_path = {name[:-len(f) - 1]: name for name in names for f in module_files if name.endswith("/" + f)}
+    bare = {str(PurePosixPath(name).parent): name for name in names
+            if PurePosixPath(name).name in basenames and name not in at_checkout_path.values()}
+    for candidates in (at_checkout_path, bare):
+        if len(candidates) == 1:
+            return next(iter(candidates)), True
+        if len(candidates) > 1:
+            first, second = sorted(candidates.values())[:2]
+            raise Refused(f"holds two {PurePosixPath(first).name} ({first} and {second}) and the grader cannot tell "
+                          f"which is your work; keep one")
+    return "", False
+
+
+def _test_folder_elsewhere(names: list[str], module: Module) -> str | None:
+    """The one folder among `names` named like the test folder (…/python/tests/
+    l7-3-rope, l7-3-rope, tests) that holds a test file, or None."""
+    tests = module.student_tests.rstrip("/")
+    folders = set()
+    for name in names:
+        parts = PurePosixPath(name).parts
+        if not is_test_file(parts[-1]):
+            continue
+        for depth in range(len(parts) - 1, 0, -1):
+            folder = "/".join(parts[:depth])
+            if folder == tests or folder.endswith("/" + tests) or parts[depth - 1] in (PurePosixPath(tests).name,
+                                                                                       "tests"):
+                folders.add(folder)
+                break
+    return folders.pop() if len(folders) == 1 else None
+
+
+def _single_top_folder(names: list[str]) -> str:
+    """The one folder every name sits in (an archive of one folder: alice/...), or ""."""
+    tops = {PurePosixPath(name).parts[0] for name in names}
+    if len(tops) == 1 and all(len(PurePosixPath(name).parts) > 1 for name in names):
+        top = next(iter(tops))
+        if top not in (STUDENT_TREE, "tests"):
+            return top
+    return ""
 
 
 def _inside_single_top_folder(names: list[str]) -> dict[str, str]:
     """An archive of one folder (alice/python/...) is read from inside it."""
-    tops = {PurePosixPath(name).parts[0] for name in names}
-    if len(tops) == 1 and all(len(PurePosixPath(name).parts) > 1 for name in names):
-        top = tops.pop()
-        if top not in (STUDENT_TREE, "tests"):
-            return {PurePosixPath(name).relative_to(top).as_posix(): name for name in names}
-    return {name: name for name in names}
+    top = _single_top_folder(names)
+    return {PurePosixPath(name).relative_to(top).as_posix() if top else name: name for name in names}
 
 
 def _imported_modules(sources: list[bytes]) -> set[str]:
