@@ -7,6 +7,7 @@ import argparse
 import pytest
 
 from ol.arguments import MAX_TIME_LIMIT, module_verb, positive_int, seconds, whole_number
+from ol.deps import MINE, REFERENCE, UNSTARTED, policy_of
 
 
 @pytest.mark.parametrize(("parse", "text", "said"), [
@@ -30,10 +31,16 @@ def test_good_values_pass_through():
 
 def test_a_module_verb_takes_the_module_ref_deps_and_its_switches(capsys):
     parser = argparse.ArgumentParser(prog="ol diff")
-    module_verb("as for ./ol tests", code_only="compare the code alone")(parser)
+    module_verb(code_only="compare the code alone")(parser)
     args = parser.parse_args(["L7.3", "--ref-deps", "--code-only"])
     assert (args.module, args.ref_deps, args.code_only) == ("L7.3", True, True)
+    assert policy_of(args) == REFERENCE
+    assert policy_of(parser.parse_args(["L7.3", "--ref-unstarted"])) == UNSTARTED
+    assert policy_of(parser.parse_args(["L7.3"])) == MINE
     assert parser.parse_args(["L7.3"]).code_only is False
     with pytest.raises(SystemExit):
         parser.parse_args(["L7.3", "--mine"])
     assert "unrecognized arguments: --mine" in capsys.readouterr().err
+    with pytest.raises(SystemExit):   # one meaning at a time
+        parser.parse_args(["L7.3", "--ref-deps", "--ref-unstarted"])
+    assert "not allowed with argument" in capsys.readouterr().err

@@ -1,25 +1,34 @@
-"""The chapter texts agree with the catalog and with the reference code.
+"""Every chapter runs, and agrees with the catalog (issues 19 and 30).
 
-- L7.3's worked example: the cos/sin values and the two output vectors printed
-  in course/chapters/L7.3-rope.md are what the reference computes, to the
-  printed six decimals.
-- L7.4's worked example: the inv_freq and attention_scaling printed for each
-  rope type in course/chapters/L7.4-rope-scaling.md are what the reference
-  computes, to the printed digits.
-- Every chapter named in the catalog for L0.1, L0.2, M00.2, L7.3 and L7.4
-  exists and names its module's course-test path.
-- The L7.3 chapter names all fourteen course tests and the seven pitfall ids,
-  each pitfall beside the course test(s) that catch it; the L7.4 chapter
-  names every test of its course-test file and every pitfall of its
-  pitfalls.toml beside the course tests its `caught_by` lists.
-- The mistakes the L7.4 chapter warns against by name ("misconception m07")
-  are exactly the misconceptions.toml entries that say which section warns
-  (`section`) and which course tests must fail on them (`caught_by`, which
-  `ol verify` checks): each is named in its own section, none elsewhere
-  unknown.
+Every file of course/chapters/ is a chapter of a catalog module or
+milestone, and every fenced block in it is executed by the convention of
+tests/chapter_blocks.py:
 
-The reference runs in a subprocess with PYTHONPATH=course/reference/python, so
-this file never imports (or is confused by) the student's `tinyllm`.
+- python blocks run on the reference in `ol shell`'s namespace (the names
+  ol.shell binds, each block in a fresh namespace), and each output block is
+  what its block prints, to the digits shown; a comment showing a result is
+  refused;
+- every python block pastes as it is into `ol shell MODULE --ref-deps -c ...`
+  in a fresh clone, where nothing is started, and prints what the chapter
+  shows (slow: a real `ol` per block);
+- python contract blocks have the contracts' parameters and defaults;
+- json blocks parse;
+- bash blocks run as the chapter gives them, each command with the exit the
+  chapter says (0 unless "exits N"), each block in a checkout of its own
+  where every module is done (the reference's files, the model answers as
+  the student's tests), and an output block after one is what its last
+  command prints (slow; a milestone command runs once for every chapter).
+
+And the checks that can fail, do: a changed digit, a swapped pair of
+numbers and a changed word in an output block are caught; so is an excerpt
+whose default differs from its contract.
+
+Besides: each module's chapter names its course tests and its files; a
+graded module's chapter names every test of its course tests, its pitfall
+table names for each pitfall exactly the course tests pitfalls.toml's
+`caught_by` lists (which `ol verify` runs), and each mistake a section warns
+against by name ("misconception m07") is the misconceptions.toml entry that
+says so.
 """
 
 from __future__ import annotations
@@ -27,308 +36,318 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-REFERENCE = REPO / "course" / "reference" / "python"
-CATALOG = REPO / "course" / "catalog.toml"
-MODULES = ("L0.1", "L0.2", "M00.2", "L7.3", "L7.4")
+from chapter_blocks import (commands, contract_problems, output_problems, read_blocks, result_comments)
+from kit import ROOT, copy_checkout, explain, run_ol
+from ol.catalog import REFERENCE_TREE, STUDENT_TREE, load_catalog
+from ol.deps import REFERENCE
+from ol.milestone import load_milestones
 
-COURSE_TESTS = (
-    "test_hand_example",
-    "test_cos_sin_table_golden",
-    "test_cos_sin_attention_scaling_golden",
-    "test_half_layout_golden",
-    "test_interleaved_layout_golden",
-    "test_partial_rotary_golden",
-    "test_scores_depend_only_on_relative_position",
-    "test_rotation_preserves_length_and_position_zero_is_identity",
-    "test_layouts_are_a_permutation_of_each_other",
-    "test_interleaved_matches_rotate_pairs",
-    "test_gradcheck_both_layouts_and_partial",
-    "test_gradient_is_the_inverse_rotation",
-    "test_rope_spec_fields",
-    "test_validation",
-)
+CATALOG = load_catalog(ROOT)
+MILESTONES = load_milestones(ROOT)
+CHAPTERS = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "course" / "chapters").glob("*.md"))
+GRADED = [m for m in CATALOG.modules if m.grading is not None]
+REFERENCE_TREE_PATH = ROOT / REFERENCE_TREE
 
-# pitfall id -> the course tests that catch it (seed 003, section 5)
-PITFALLS = {
-    "s01": ("test_half_layout_golden",),
-    "s02": ("test_hand_example", "test_cos_sin_table_golden"),
-    "s03": ("test_partial_rotary_golden",),
-    "s04": ("test_cos_sin_table_golden", "test_scores_depend_only_on_relative_position"),
-    "s05": ("test_cos_sin_attention_scaling_golden",),
-    "s06": ("test_gradcheck_both_layouts_and_partial",),
-    "s07": ("test_interleaved_layout_golden",),
-}
 
-# The six printed decimals allow a rounding error of 5e-7; float32 adds a little.
-PRINTED_TOLERANCE = 5e-7 + 1e-7
+def owner(chapter: str):
+    """The module whose namespace the chapter's blocks run in: the module of the chapter, or a
+    milestone's first need (its modules are that need and what it needs)."""
+    for module in CATALOG.modules:
+        if module.chapter == chapter:
+            return module
+    for milestone in MILESTONES.values():
+        if milestone.chapter == chapter:
+            return CATALOG.get(milestone.needs[0])
+    raise AssertionError(f"{chapter} is the chapter of no module or milestone of course/catalog.toml")
 
-_REFERENCE_SCRIPT = r"""
-import json, sys
-import numpy as np
-import tinyllm
-from tinyllm.autograd.tensor import Tensor
-from tinyllm.modern.rope import apply_rope, rope_cos_sin
 
-cos, sin = rope_cos_sin(1, [1.0, 0.01])
-x = Tensor(np.array([1, 0, 0, 1], np.float32))
-json.dump({
-    "tinyllm_file": tinyllm.__file__,
-    "cos": [float(v) for v in cos],
-    "sin": [float(v) for v in sin],
-    "half": [float(v) for v in apply_rope(x, cos, sin, "half").data],
-    "interleaved": [float(v) for v in apply_rope(x, cos, sin, "interleaved").data],
-}, sys.stdout)
+def text_of(chapter: str) -> str:
+    return (ROOT / chapter).read_text(encoding="utf-8")
+
+
+def blocks_of(chapter: str, *kinds: str):
+    return [b for b in read_blocks(text_of(chapter)) if b.kind in kinds]
+
+
+# ---- python blocks, in the shell's namespace ------------------------------------------------
+
+# Runs in the child that ol.shell.shell_environment prepares: each block (stdin: a JSON list of
+# sources) in a namespace of its own, bound as `ol shell` binds __main__; stdout: for each, what it
+# printed and the traceback if it raised.
+_RUN_BLOCKS = r"""
+import builtins, contextlib, io, json, os, sys, traceback
+from ol.overlay import install_from_env
+from ol.shell import NAMES_ENV, bind_ready_names
+
+finder = install_from_env()
+with open(os.environ[NAMES_ENV], encoding="utf-8") as file:
+    contracts = json.load(file)
+results = []
+for code in json.load(sys.stdin):
+    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    bind_ready_names(namespace, sorted(finder.mapping), contracts)
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            exec(compile(code, "<chapter block>", "exec"), namespace)
+        results.append({"printed": printed.getvalue(), "error": None})
+    except BaseException:
+        results.append({"printed": printed.getvalue(), "error": traceback.format_exc()})
+json.dump(results, sys.__stdout__)
 """
 
 
-def _catalog_modules() -> dict[str, dict]:
-    with CATALOG.open("rb") as f:
-        return {m["id"]: m for m in tomllib.load(f)["module"]}
+def run_python_blocks(module, sources: list[str]) -> list[dict]:
+    """Each source run on the reference in ol shell's namespace for `module`."""
+    from ol.shell import shell_environment
+
+    with shell_environment(ROOT, CATALOG, module, REFERENCE, implementation="reference") as (_, env):
+        done = subprocess.run([sys.executable, "-c", _RUN_BLOCKS], input=json.dumps(sources), env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
 
 
-def _chapter_text(module_id: str) -> str:
-    return (REPO / _catalog_modules()[module_id]["chapter"]).read_text(encoding="utf-8")
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_block_says_what_it_is(chapter):
+    problems = [f"{block.where(chapter)}: {problem}" for block in read_blocks(text_of(chapter))
+                for problem in block.problems]
+    problems += [f"{block.where(chapter)}: {comment!r} shows a result no test reads: print it, and show it in a "
+                 "text output block after the block" for block in blocks_of(chapter, "python")
+                 for comment in result_comments(block.code)]
+    assert problems == [], "\n".join(problems)
+
+
+@pytest.mark.parametrize("chapter", [c for c in CHAPTERS if blocks_of(c, "python")])
+def test_python_blocks_run_on_the_reference_and_print_what_the_chapter_shows(chapter):
+    blocks = blocks_of(chapter, "python")
+    problems = []
+    for block, result in zip(blocks, run_python_blocks(owner(chapter), [b.code for b in blocks]), strict=True):
+        if result["error"]:
+            problems.append(f"{block.where(chapter)} raised:\n{result['error']}")
+        elif block.output is not None:
+            problems += [f"{block.output.where(chapter)}: {p}" for p in output_problems(block.output.code,
+                                                                                          result["printed"])]
+    assert problems == [], "\n\n".join(problems)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_contract_blocks_are_the_contracts(chapter):
+    module = owner(chapter)
+    contracts = {module.contract_for(f): text_of(module.contract_for(f)) for f in module.files
+                 if module.contract_for(f) and f.endswith(".py")}
+    problems = [f"{block.where(chapter)}: {p}" for block in blocks_of(chapter, "python contract")
+                for p in contract_problems(block.code, contracts)]
+    assert problems == [], "\n".join(problems)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_json_blocks_parse(chapter):
+    for block in blocks_of(chapter, "json"):
+        try:
+            json.loads(block.code)
+        except json.JSONDecodeError as error:
+            pytest.fail(f"{block.where(chapter)}: not JSON: {error}")
 
 
 @pytest.fixture(scope="module")
-def reference_values() -> dict:
-    env = dict(os.environ, PYTHONPATH=str(REFERENCE))
-    done = subprocess.run(
-        [sys.executable, "-c", _REFERENCE_SCRIPT],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
-    )
-    assert done.returncode == 0, f"the reference failed to run:\n{done.stderr}"
-    values = json.loads(done.stdout)
-    assert Path(values["tinyllm_file"]).resolve().is_relative_to(REFERENCE.resolve()), (
-        f"imported tinyllm from {values['tinyllm_file']}, not from the reference tree {REFERENCE}"
-    )
-    return values
+def fresh_clone(tmp_path_factory):
+    """What a fresh clone holds: nothing of a student's is started."""
+    return copy_checkout(tmp_path_factory.mktemp("fresh"))
 
 
-# ---- parsing the worked example ------------------------------------------------
-
-_NUMBER = r"(-?\d+\.\d+)"
-_TABLE_LINE = re.compile(rf"^\s*(cos|sin) (1|0\.01)\s*=\s*{_NUMBER}\s*$", re.MULTILINE)
-_OUTPUT_LINE = re.compile(r"^\s*(half|interleaved):\s*\(([^)]*)\)\s*$", re.MULTILINE)
-
-
-def parse_worked_example(text: str) -> dict[str, list[float]]:
-    """The printed numbers: cos/sin as [value at angle 1, value at angle 0.01],
-    and the half and interleaved output vectors.  Each must be printed once."""
-    found: dict[str, list[float | None]] = {"cos": [None, None], "sin": [None, None]}
-    for fn, angle, value in _TABLE_LINE.findall(text):
-        slot = 0 if angle == "1" else 1
-        assert found[fn][slot] is None, f"{fn} {angle} is printed more than once"
-        found[fn][slot] = float(value)
-    for fn, values in found.items():
-        for angle, value in zip(("1", "0.01"), values):
-            assert value is not None, f"the chapter does not print a line '{fn} {angle} = ...'"
-
-    outputs = _OUTPUT_LINE.findall(text)
-    for layout in ("half", "interleaved"):
-        rows = [v for name, v in outputs if name == layout]
-        assert len(rows) == 1, f"expected one '{layout}: (...)' line, found {len(rows)}"
-        found[layout] = [float(v) for v in rows[0].split(",")]
-        assert len(found[layout]) == 4, f"the {layout} vector should have 4 entries: {rows[0]}"
-    return found  # type: ignore[return-value]
+@pytest.mark.slow   # a real ol per block
+@pytest.mark.parametrize("chapter", [c for c in CHAPTERS if blocks_of(c, "python")])
+def test_every_python_block_pastes_into_ol_shell_in_a_fresh_clone(chapter, fresh_clone):
+    module = owner(chapter)
+    for block in blocks_of(chapter, "python"):
+        r = run_ol(fresh_clone, "shell", module.id, "--ref-deps", "-c", block.code, cwd=fresh_clone)
+        assert r.returncode == 0, f"ol shell {module.id} --ref-deps -c <{block.where(chapter)}>\n{explain(r)}"
+        if block.output is not None:
+            assert output_problems(block.output.code, r.stdout) == [], block.where(chapter)
 
 
-def mismatches(printed: dict[str, list[float]], reference: dict) -> list[str]:
-    """Every printed number that is not the reference value to six decimals."""
-    problems = []
-    for key in ("cos", "sin", "half", "interleaved"):
-        for i, (shown, exact) in enumerate(zip(printed[key], reference[key], strict=True)):
-            if abs(shown - exact) > PRINTED_TOLERANCE:
-                problems.append(f"{key}[{i}]: the chapter prints {shown:.6f}, the reference gives {exact:.7f}")
-    return problems
+# ---- the checks can fail --------------------------------------------------------------------
 
 
-# ---- tests -------------------------------------------------------------------------
+def test_a_changed_number_or_word_in_an_output_block_is_caught():
+    shown = "cos 1    = 0.540302\nhalf:        (0.540302, -0.010000, 0.841471, 0.999950)\n"
+    printed = "cos 1    = 0.5403023\nhalf:        (0.5403023, -0.00999983, 0.841471, 0.99995)\n"
+    assert output_problems(shown, printed) == []
+    assert output_problems(shown.replace("0.999950", "0.999951"), printed) == [
+        "the chapter shows 0.999951, the block prints 0.99995"]
+    assert output_problems(shown.replace("-0.010000, 0.841471", "0.841471, -0.010000"), printed)
+    assert output_problems(shown.replace("half:", "interleaved:"), printed)
+    assert output_problems(shown.replace("= 0.540302", "= -0.540302"), printed)
+    assert output_problems("argmax 5/5 ok\n...\ndone\n", "argmax 4/5 ok\nmore\ndone\n")
+    assert output_problems("tokens 16, ...\n", "tokens 16, 3.9 tokens/s\n") == []
 
 
-def test_worked_example_matches_the_reference(reference_values):
-    printed = parse_worked_example(_chapter_text("L7.3"))
-    assert mismatches(printed, reference_values) == []
+def test_an_excerpt_that_is_not_its_contract_is_caught():
+    contract = {"c.pyi": 'def apply_rope(x, cos, sin, layout: str = "half", rotary_dim=None) -> T: ...\n'
+                         "class RopeSpec:\n    attention_scaling: float = 1.0\n    def apply(self, x, positions): ...\n"}
+    assert contract_problems('def apply_rope(x, cos, sin, layout="half", rotary_dim=None): ...\n', contract) == []
+    assert contract_problems('def apply_rope(x, cos, sin, layout="interleaved", rotary_dim=None): ...\n', contract)
+    assert contract_problems("def apply_rope(x, cos, sin): ...\n", contract)
+    assert contract_problems("class RopeSpec:\n    attention_scaling: float = 2.0\n", contract)
+    assert contract_problems("class RopeSpec:\n    def apply(self, x): ...\n", contract)
+    assert contract_problems("def rope_cos_sin(positions, inv_freq): ...\n", contract)
+    assert contract_problems("class UnknownOpError(LookupError)\n", contract)   # not Python
 
 
-def test_a_changed_number_in_the_worked_example_is_caught(reference_values):
-    """The check above can fail: alter one printed digit, or swap the layouts."""
-    text = _chapter_text("L7.3")
-    line = "interleaved: (0.540302, 0.841471, -0.010000, 0.999950)"
-    assert line in text
-    altered = text.replace(line, "interleaved: (0.540302, 0.841471, -0.010000, 0.999951)")
-    assert mismatches(parse_worked_example(altered), reference_values)
-    swapped = text.replace(line, "interleaved: (0.540302, -0.010000, 0.841471, 0.999950)")
-    assert mismatches(parse_worked_example(swapped), reference_values)
-    flipped = re.sub(r"^sin 1    = 0\.841471$", "sin 1    = -0.841471", text, flags=re.MULTILINE)
-    assert flipped != text and mismatches(parse_worked_example(flipped), reference_values)
+def test_an_output_block_must_follow_its_block_and_a_result_comment_is_refused():
+    text = "```python\nprint(1)\n```\n\nprose\n\n```text output\n1\n```\n"
+    assert read_blocks(text)[1].problems and read_blocks(text)[0].output is None
+    assert read_blocks(text.replace("\nprose\n", ""))[0].output is not None
+    assert result_comments("nn.softmax(x)   # (0.25, 0.75, 0)\nk = 1   # [B, H, S, D]\n") == ["# (0.25, 0.75, 0)"]
 
 
-@pytest.mark.parametrize("module_id", MODULES)
-def test_chapter_exists_and_names_its_course_tests(module_id):
-    module = _catalog_modules()[module_id]
-    chapter = REPO / module["chapter"]
-    assert chapter.is_file(), f"{module_id}: the catalog names {module['chapter']}, which does not exist"
+# ---- shell commands, in a checkout where every module is done ----------------------------------
+
+
+def done_checkout(dest: Path) -> Path:
+    """A fresh clone in which a student has done every module: each file the reference's, each graded
+    module's tests the model answer."""
+    root = copy_checkout(dest)
+    for module in CATALOG.modules:
+        for file in module.files:
+            (root / STUDENT_TREE / file).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(root / REFERENCE_TREE / file, root / STUDENT_TREE / file)
+        if module.grading is not None:
+            shutil.copytree(root / module.grading.model_answer, root / module.student_tests, dirs_exist_ok=True)
+    return root
+
+
+def run_command(root: Path, command: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    return subprocess.run(["bash", "-c", command], cwd=root, env=env, capture_output=True, text=True, timeout=1800)
+
+
+_MILESTONE_RUNS: dict[str, subprocess.CompletedProcess] = {}   # one run of each milestone command, for every chapter
+
+
+@pytest.mark.slow   # every command of the chapter, ol check and ol milestone among them
+@pytest.mark.parametrize("chapter", [c for c in CHAPTERS if blocks_of(c, "bash")])
+def test_shell_commands_run_as_the_chapter_gives_them(chapter, tmp_path):
+    for number, block in enumerate(blocks_of(chapter, "bash")):
+        root = done_checkout(tmp_path / f"done-{number}")   # each block from the start: an earlier one may reset
+        changed = False
+        for command in commands(block.code):
+            words = command.text.split()
+            if words[:4] == ["python", "-m", "pip", "install"]:   # no network: what it pins must be installed
+                for pin in (w for w in words if "==" in w):
+                    name, version = pin.split("==")
+                    assert metadata.version(name) == version, f"{block.where(chapter)}: {pin} is not installed"
+                continue
+            if words[0] == "python" and len(words) > 1 and words[1].startswith("bench/"):
+                assert (root / words[1]).is_file(), f"{block.where(chapter)}: no benchmark {words[1]}"
+                continue
+            if words[:2] == ["./ol", "milestone"] and not changed:
+                r = _MILESTONE_RUNS.get(command.text) or _MILESTONE_RUNS.setdefault(command.text,
+                                                                                   run_command(root, command.text))
+            else:
+                r = run_command(root, command.text)
+            changed = changed or words[:2] == ["./ol", "reset"]
+            assert r.returncode == command.exits, f"{block.where(chapter)}: {command.text}\n{explain(r)}"
+        if block.output is not None:
+            assert output_problems(block.output.code, r.stdout) == [], f"{block.where(chapter)}\n{explain(r)}"
+
+
+# ---- the chapters and the catalog -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", [m for m in CATALOG.modules], ids=lambda m: m.id)
+def test_chapter_exists_and_names_its_course_tests(module):
+    chapter = ROOT / module.chapter
+    assert chapter.is_file(), f"{module.id}: the catalog names {module.chapter}, which does not exist"
     text = chapter.read_text(encoding="utf-8")
-    assert module["course_tests"] in text, f"{chapter.name} does not name its course tests {module['course_tests']}"
-    assert module_id in text.splitlines()[0], f"{chapter.name} does not open with its module id"
-    for path in module["files"]:
+    assert module.course_tests in text, f"{chapter.name} does not name its course tests {module.course_tests}"
+    assert module.id in text.splitlines()[0], f"{chapter.name} does not open with its module id"
+    for path in module.files:
         assert path in text, f"{chapter.name} does not name the file the student writes, {path}"
 
 
-def test_rope_chapter_names_every_course_test():
-    text = _chapter_text("L7.3")
-    missing = [name for name in COURSE_TESTS if f"`{name}`" not in text]
-    assert missing == [], f"the L7.3 chapter does not mention {missing}"
+def course_test_names(module) -> list[str]:
+    return sorted({name for path in (ROOT / module.course_tests).glob("test_*.py")
+                   for name in re.findall(r"^def (test_\w+)\(", path.read_text(encoding="utf-8"), re.MULTILINE)})
 
 
-def test_rope_chapter_pairs_each_pitfall_with_its_catching_tests():
-    lines = _chapter_text("L7.3").splitlines()
-    for pitfall, catchers in PITFALLS.items():
-        rows = [line for line in lines if re.search(rf"\b{pitfall}\b", line)]
-        assert rows, f"the L7.3 chapter does not mention pitfall {pitfall}"
-        assert any(all(f"`{name}`" in row for name in catchers) for row in rows), (
-            f"no line of the L7.3 chapter names pitfall {pitfall} together with {catchers}"
-        )
+@pytest.mark.parametrize("module", GRADED, ids=lambda m: m.id)
+def test_a_graded_chapter_names_every_course_test(module):
+    text = text_of(module.chapter)
+    names = course_test_names(module)
+    assert len(names) >= 10
+    missing = [name for name in names if f"`{name}`" not in text]
+    assert missing == [], f"the {module.id} chapter does not mention {missing}"
 
 
-# ---- L7.4 ---------------------------------------------------------------------------
-
-# the worked example's inputs (chapter section 10), by the name its result line carries
-L74_EXAMPLES = {
-    "linear": ({"rope_type": "linear", "factor": 4.0}, {}),
-    "dynamic": ({"rope_type": "dynamic", "factor": 2.0}, {"seq_len": 2048, "max_position_embeddings": 1024}),
-    "yarn": ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}, {}),
-    "longrope short": ({"rope_type": "longrope", "original_max_position_embeddings": 1024,
-                        "short_factor": [1, 1, 2, 2], "long_factor": [1, 2, 4, 8]},
-                       {"seq_len": 1024, "max_position_embeddings": 4096}),
-    "longrope long": ({"rope_type": "longrope", "original_max_position_embeddings": 1024,
-                       "short_factor": [1, 1, 2, 2], "long_factor": [1, 2, 4, 8]},
-                      {"seq_len": 1025, "max_position_embeddings": 4096}),
-    "llama3": ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                "original_max_position_embeddings": 1024}, {}),
-}
-
-_L74_SCRIPT = r"""
-import json, sys
-import tinyllm
-from tinyllm.modern.rope_scaling import rope_parameters
-
-examples = json.loads(sys.argv[1])
-out = {}
-for name, (fields, kwargs) in examples.items():
-    inv_freq, s = rope_parameters({"rope_theta": 10000.0, **fields}, 8, **kwargs)
-    out[name] = {"inv_freq": [float(v) for v in inv_freq], "s": float(s)}
-json.dump({"tinyllm_file": tinyllm.__file__, "examples": out}, sys.stdout)
-"""
-
-# "yarn:           inv_freq = (1.0, 0.075, 0.005, 0.00025), s = 1.138629"; linear's line shows
-# the division first: "inv_freq = (1.0, 0.1, 0.01, 0.001) / 4 = (0.25, ...), s = 1"
-_L74_LINE = re.compile(
-    r"^([a-z0-9]+(?: [a-z]+)?):\s+inv_freq = (?:\([^)]*\) / \d+ = )?\(([^)]*)\), s = ([0-9.]+)\s*$", re.MULTILINE
-)
+def pitfalls_of(module) -> list[dict]:
+    with (ROOT / module.grading.pitfalls).open("rb") as file:
+        return tomllib.load(file)["pitfall"]
 
 
-@pytest.fixture(scope="module")
-def l74_reference() -> dict:
-    env = dict(os.environ, PYTHONPATH=str(REFERENCE))
-    done = subprocess.run(
-        [sys.executable, "-c", _L74_SCRIPT, json.dumps(L74_EXAMPLES)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
-    )
-    assert done.returncode == 0, f"the reference failed to run:\n{done.stderr}"
-    values = json.loads(done.stdout)
-    assert Path(values["tinyllm_file"]).resolve().is_relative_to(REFERENCE.resolve())
-    return values["examples"]
-
-
-def parse_l74_example(text: str) -> dict[str, tuple[list[float], float]]:
-    """name -> (printed inv_freq, printed s); each name printed once."""
-    found: dict[str, tuple[list[float], float]] = {}
-    for name, values, s in _L74_LINE.findall(text):
-        assert name not in found, f"the result line of {name!r} is printed more than once"
-        found[name] = ([float(v) for v in values.split(",")], float(s))
-    assert sorted(found) == sorted(L74_EXAMPLES), f"result lines found for {sorted(found)}"
-    return found
-
-
-def l74_mismatches(printed, reference) -> list[str]:
-    """Every printed number that is not the reference's to its printed digits: up to 7
-    significant digits (5e-7 relative) plus float32's rounding (6e-8)."""
-    problems = []
-    for name, (inv_freq, s) in printed.items():
-        want = reference[name]
-        for i, (shown, exact) in enumerate(zip(inv_freq, want["inv_freq"], strict=True)):
-            if abs(shown - exact) > 6e-7 * abs(exact):
-                problems.append(f"{name} inv_freq[{i}]: the chapter prints {shown}, the reference gives {exact:.9g}")
-        if abs(s - want["s"]) > 6e-7:
-            problems.append(f"{name} s: the chapter prints {s}, the reference gives {want['s']:.9g}")
-    return problems
-
-
-def test_l74_worked_example_matches_the_reference(l74_reference):
-    assert l74_mismatches(parse_l74_example(_chapter_text("L7.4")), l74_reference) == []
-
-
-def test_a_changed_number_in_the_l74_worked_example_is_caught(l74_reference):
-    text = _chapter_text("L7.4")
-    line = "llama3:         inv_freq = (1.0, 0.1, 0.003086762, 0.000125), s = 1"
-    assert line in text
-    altered = text.replace(line, line.replace("0.003086762", "0.003086862"))
-    assert l74_mismatches(parse_l74_example(altered), l74_reference)
-    altered = text.replace("s = 1.138629", "s = 1.060206")  # YaRN's temperature with log10
-    assert l74_mismatches(parse_l74_example(altered), l74_reference)
-
-
-def test_l74_chapter_names_every_course_test_and_pairs_each_pitfall():
-    module = _catalog_modules()["L7.4"]
-    text = _chapter_text("L7.4")
-    course_tests = sorted({
-        match for path in (REPO / module["course_tests"]).glob("test_*.py")
-        for match in re.findall(r"^def (test_\w+)\(", path.read_text(), re.MULTILINE)
-    })
-    assert len(course_tests) == 14
-    missing = [name for name in course_tests if f"`{name}`" not in text]
-    assert missing == [], f"the L7.4 chapter does not mention {missing}"
-    with (REPO / module["grading"]["pitfalls"]).open("rb") as f:
-        pitfalls = tomllib.load(f)["pitfall"]
-    assert len(pitfalls) >= 6
-    lines = text.splitlines()
-    for pitfall in pitfalls:
+@pytest.mark.parametrize("module", GRADED, ids=lambda m: m.id)
+def test_the_pitfall_table_names_the_course_tests_that_catch_each_pitfall(module):
+    """The last column of each pitfall's row is exactly its caught_by, which ol verify runs."""
+    lines = text_of(module.chapter).splitlines()
+    for pitfall in pitfalls_of(module):
         rows = [line for line in lines if line.startswith(f"| {pitfall['id']} |")]
-        assert len(rows) == 1, f"the L7.4 chapter's pitfalls table has no row for {pitfall['id']}"
-        assert all(f"`{name}`" in rows[0] for name in pitfall["caught_by"]), (
-            f"the row of {pitfall['id']} does not name {pitfall['caught_by']}"
-        )
+        assert len(rows) == 1, f"the {module.id} chapter's pitfall table has no row (or two) for {pitfall['id']}"
+        named = re.findall(r"`(test_\w+)`", rows[0].rsplit("|", 2)[-2])
+        assert sorted(named) == sorted(pitfall["caught_by"]), (
+            f"{module.id}'s row of {pitfall['id']} names {named}; pitfalls.toml's caught_by is {pitfall['caught_by']}")
 
 
-def _sections(text: str) -> dict[int, str]:
+def sections(text: str) -> dict[int, str]:
     """section number -> its text, for the chapter's numbered sections."""
     parts = re.split(r"^## (\d+)\. .*$", text, flags=re.MULTILINE)
     return {int(number): body for number, body in zip(parts[1::2], parts[2::2])}
 
 
-def test_l74_chapter_names_each_warning_in_its_section():
-    module = _catalog_modules()["L7.4"]
-    path = (REPO / module["grading"]["pitfalls"]).with_name("misconceptions.toml")
-    with path.open("rb") as f:
-        entries = tomllib.load(f)["misconception"]
+@pytest.mark.parametrize("module", GRADED, ids=lambda m: m.id)
+def test_each_warning_is_named_in_its_section(module):
+    path = (ROOT / module.grading.pitfalls).with_name("misconceptions.toml")
+    entries = tomllib.loads(path.read_text(encoding="utf-8")).get("misconception", []) if path.exists() else []
     warnings = {entry["id"]: entry for entry in entries if "section" in entry}
     assert all(entry.get("caught_by") for entry in warnings.values()), "a warning names the course tests it fails"
-    assert {"m07", "m08", "m09", "m10", "m11", "m12"} <= set(warnings), "issue 19's warnings are planted mistakes"
-    text = _chapter_text("L7.4")
+    text = text_of(module.chapter)
     named = set(re.findall(r"\bmisconception (m\d\d)", text))
     assert named - {entry["id"] for entry in entries} == set(), "the chapter names a misconception the file lacks"
-    sections = _sections(text)
     for mistake_id, entry in warnings.items():
-        assert f"misconception {mistake_id}" in sections[entry["section"]], (
+        assert f"misconception {mistake_id}" in sections(text)[entry["section"]], (
             f"{mistake_id} says chapter section {entry['section']} warns against it, but that section does not "
             f"name it as \"misconception {mistake_id}\"")
+
+
+# ---- L7.5, section 11: "a transposed wo" raises ----------------------------------------------
+
+
+@pytest.mark.slow   # two runs of the course tests (about a minute on two busy cores)
+def test_l75s_transposed_wo_case_is_the_chapters_example():
+    """The course test's case is the transpose of a valid wo, and of another shape than a valid one (H * D = 12,
+    d = 8; with H * D = d, as in the other cases, a transposed wo has the valid shape and nothing can see it).
+    An attention that accepts a wo either way round fails the case; the reference passes it."""
+    from ol.runner import run_course_tests
+
+    reference = (REFERENCE_TREE_PATH / "tinyllm/modern/attention.py").read_text(encoding="utf-8")
+    forgiving = reference.replace(
+        "    batch, seq, head_dim = _check(",
+        "    if isinstance(wo, Tensor) and isinstance(x, Tensor) and wo.shape == (wq.shape[0], x.shape[-1]):\n"
+        "        wo = F.transpose(wo, (1, 0))   # a transposed wo, taken the right way round\n"
+        "    batch, seq, head_dim = _check(", 1)
+    assert forgiving != reference
+    case = ["-k", "validation and wo and transposed", "-q"]
+    runs = {name: run_course_tests(ROOT, "L7.5", ref_deps=True, sources={"tinyllm.modern.attention": source},
+                                   pytest_args=case, capture=True)
+            for name, source in (("reference", reference), ("forgiving", forgiving))}
+    assert runs["reference"].ok and runs["reference"].passed == ["test_validation[wo transposed]"], runs["reference"].output
+    assert runs["forgiving"].failed == ["test_validation[wo transposed]"], runs["forgiving"].output

@@ -83,3 +83,19 @@ def central_difference():
         return grad
 
     return gradient
+
+
+@pytest.fixture(scope="session")
+def sliding_window_hf():
+    """The L7.7 golden values from Hugging Face's Gemma 3 attention (fixtures/L7.7/sliding_window_hf.npz)."""
+    from golden import load_fixture
+
+    return load_fixture(REPO / "fixtures" / "L7.7" / "sliding_window_hf.npz")
+
+
+@pytest.fixture(scope="session")
+def gemma3_hf():
+    """The L7.10 golden values from Hugging Face's Gemma3ForCausalLM (fixtures/L7.10/gemma3_hf.npz)."""
+    from golden import load_fixture
+
+    return load_fixture(REPO / "fixtures" / "L7.10" / "gemma3_hf.npz")

@@ -11,6 +11,8 @@ import argparse
 import math
 from collections.abc import Callable
 
+from ol import deps
+
 MAX_TIME_LIMIT = 3600.0   # seconds: a time limit above an hour is a typo, not a slow suite
 
 
@@ -18,25 +20,22 @@ def module_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("module", metavar="MODULE", help="a module id from the catalog, e.g. L7.3")
 
 
-def module_args(parser: argparse.ArgumentParser, ref_deps_help: str) -> None:
-    """MODULE, then --ref-deps ("take the module's needs from the reference (ref_deps_help)")."""
+def module_args(parser: argparse.ArgumentParser) -> None:
+    """MODULE, then --ref-deps or --ref-unstarted (ol.deps: where the modules
+    MODULE needs come from)."""
     module_arg(parser)
-    ref_deps_flag(parser, f"take the module's needs from the reference ({ref_deps_help})")
+    deps.add_flags(parser)
 
 
-def module_verb(ref_deps_help: str, **switches: str) -> Callable[[argparse.ArgumentParser], None]:
+def module_verb(**switches: str) -> Callable[[argparse.ArgumentParser], None]:
     """The configure of a verb on one module: module_args, then a switch
     --NAME (store_true; underscores become dashes) per keyword, its help
     the value."""
     def configure(parser: argparse.ArgumentParser) -> None:
-        module_args(parser, ref_deps_help)
+        module_args(parser)
         for name, help in switches.items():   # noqa: A001 (argparse's word)
             parser.add_argument(f"--{name.replace('_', '-')}", action="store_true", help=help)
     return configure
-
-
-def ref_deps_flag(parser: argparse.ArgumentParser, help: str) -> None:   # noqa: A002 (argparse's word)
-    parser.add_argument("--ref-deps", action="store_true", help=help)
 
 
 def whole_number(text: str, least: int = 1, kind: str = "a whole number >= 1", least_said: str = "") -> int:
@@ -82,3 +81,22 @@ def deadline(text: str):
         return parse_time(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _from_gradebook(parser_name: str):
+    """An argument type made of one of ol.class_grading.gradebook's parsers
+    (they raise ValueError with what was expected)."""
+    def parse(text: str):
+        from ol.class_grading import gradebook
+
+        try:
+            return getattr(gradebook, parser_name)(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    parse.__name__ = parser_name.removeprefix("parse_")
+    return parse
+
+
+late_penalty = _from_gradebook("parse_late_penalty")     # "10%/day": (share, seconds)
+share = _from_gradebook("parse_share")                   # "50%": Fraction(1, 2)
+duration = _from_gradebook("parse_duration")             # "15m": 900.0

@@ -8,6 +8,8 @@ ol.pytest_overlay); it never copies or edits a file.
     implementation="reference" the module's files from course/reference/python/
     ref_deps=True              the needs (transitively) from the reference (in a
                                student kit, a need it withholds from python/)
+    ref_deps="unstarted"       the needs you have started from python/, the
+                               others from the reference (ol.deps: the rule)
     sources={name: text}       replacement source for any module (a stub, a
                                mutant), without touching a file
 
@@ -40,7 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ol import student_kit
+from ol import deps
 from ol.catalog import REFERENCE_TREE, STUDENT_TREE, Catalog, Module, dotted_name, load_catalog
 from ol.errors import OlError
 from ol.native_build import LIBRARY_ENV, build_native, c_files, native_bindings
@@ -158,7 +160,7 @@ def run_tests(
     module: Module,
     test_paths: Iterable[str | Path],
     *,
-    ref_deps: bool = False,
+    ref_deps: bool | str = False,
     sources: Mapping[str, str | Source] | None = None,
     implementation: str = "student",
     pytest_args: Sequence[str] = (),
@@ -215,7 +217,7 @@ def serving(
     *,
     catalog: Catalog | None = None,
     implementation: str = "student",
-    ref_deps: bool = False,
+    ref_deps: bool | str = False,
     sources: Mapping[str, str | Source] | None = None,
 ) -> Iterator[Served]:
     """Prepare tinyllm as `module`'s tests see it, for the `with` block: plan
@@ -247,14 +249,16 @@ def plan_overlay(
     *,
     catalog: Catalog,
     implementation: str = "student",
-    ref_deps: bool = False,
+    ref_deps: bool | str = False,
     sources: Mapping[str, str | Source] | None = None,
 ) -> dict[str, Source]:
     """Where each module of the run comes from: {dotted name: Source}.
 
     The module's own files from the student's tree (or the reference with
     implementation="reference"); its needs closure from the student's tree,
-    or from the reference with ref_deps or implementation="reference"; then
+    from the reference with implementation="reference", or as ol.deps rules
+    for ref_deps (True: the reference; "unstarted": the reference where the
+    student has not started the need); then
     `sources` replaces any of these (a bare string is shown as living at the
     path it replaces).  Raises NotReady for missing student or reference files.
 
@@ -275,18 +279,20 @@ def plan_overlay(
     if missing_own:
         raise NotReady(f"{module.id} is not started: {', '.join(STUDENT_TREE + '/' + f for f in missing_own)} "
                        f"does not exist. Run ./ol start {module.id} first.")
-    if not (ref_deps or reference):
+    policy = deps.as_policy(ref_deps)
+    referenced = {m.id for m in closure} if reference else deps.from_reference(root, closure, policy)
+    if policy == deps.MINE and not reference:
         unstarted = [m for m in closure if any(
             not (root / STUDENT_TREE / f).exists() for f in m.files if dotted_name(f) not in sources)]
         if unstarted:
             raise NotReady(_needs_message(module, closure, unstarted))
+    for need in closure:
+        if need.id not in referenced and policy != deps.MINE:
+            _check_own_need(root, module, need, sources, policy)   # a kit's withheld need, or a started one
 
-    withheld = set(student_kit.withheld(root))   # a student kit: these needs are the student's own
     plan: dict[str, Source] = {}
     for owner in (*closure, module):
-        from_reference = reference or (owner is not module and ref_deps and owner.id not in withheld)
-        if owner is not module and ref_deps and owner.id in withheld:
-            _check_own_need(root, module, owner, sources)
+        from_reference = reference or owner.id in referenced
         tree = REFERENCE_TREE if from_reference else STUDENT_TREE
         for name, file in owner.module_names.items():
             path = root / tree / file
@@ -313,15 +319,16 @@ def plan_overlay(
     return plan
 
 
-def _check_own_need(root: Path, module: Module, need: Module, sources: Mapping) -> None:
-    """In a student kit, a need whose reference is withheld comes from the
-    student's own files even with --ref-deps: they must exist."""
+def _check_own_need(root: Path, module: Module, need: Module, sources: Mapping, policy: str) -> None:
+    """A need that comes from the student's files under --ref-deps or
+    --ref-unstarted (a student kit's withheld need): its files must exist."""
     missing = [f for f in need.module_names.values() if dotted_name(f) not in sources
                and not (root / STUDENT_TREE / f).exists()]
     if missing:
         raise NotReady(f"{module.id} needs {need.id}, whose reference is not in this student kit (it is graded too), "
-                       f"so --ref-deps takes it from your own {', '.join(STUDENT_TREE + '/' + f for f in missing)}, "
-                       f"which does not exist. Do {need.id} first: ./ol start {need.id} --ref-deps")
+                       f"so {deps.FLAGS[policy]} takes it from your own "
+                       f"{', '.join(STUDENT_TREE + '/' + f for f in missing)}, which does not exist. "
+                       f"Do {need.id} first: ./ol start {need.id} --ref-deps")
 
 
 def child_env(root: str | Path, **extra: str) -> dict[str, str]:
@@ -347,6 +354,7 @@ def _needs_message(module: Module, closure: Sequence[Module], unstarted: Sequenc
         f"{module.id} needs {_join([m.id for m in closure])}, and you have not started "
         f"{_join([m.id for m in unstarted])}. Add --ref-deps to take the needs from the reference "
         f"and test only your {module.id}:\n    ./ol tests {module.id} --ref-deps\n"
+        f"or --ref-unstarted to take from the reference only the needs you have not started, "
         f"or build them first: ./ol start {unstarted[0].id}"
     )
 

@@ -3,7 +3,7 @@
 `ol list` reads it and runs nothing.  The commands that learn something write
 it: `ol start` and `ol reset` ("started"), `ol tests` and `ol diff` ("course
 tests passing", or back to "started" when the course tests fail), and
-`ol check` ("checked").
+`ol check` ("checked"); `ol reset --remove` drops the record.
 
     not started            derived, never stored: a file of the module is missing
     started                the files exist; the course tests have not passed (yet)
@@ -122,6 +122,12 @@ class StateStore:
             entry["ref_deps"] = bool(ref_deps)
         records[module.id] = entry
         self._write({"version": FORMAT_VERSION, "modules": records})
+
+    def forget(self, module: Module) -> None:
+        """Drop the module's record (`ol reset --remove`: its state is derived again, from its files)."""
+        records = self.records()
+        if records.pop(module.id, None) is not None:
+            self._write({"version": FORMAT_VERSION, "modules": records})
 
     def record_test_result(self, module: Module, passed: bool, *, ref_deps: bool) -> str:
         """After a course-test run: passing lifts the state to "course tests

@@ -1,4 +1,4 @@
-"""`ol watch MODULE [--mine] [--ref-deps] [-- PYTEST_ARGS]`: run the tests again on every save.
+"""`ol watch MODULE [--mine] [--ref-deps | --ref-unstarted] [-- PYTEST_ARGS]`: the tests again on every save.
 
 Runs what `./ol tests` runs with the same arguments (the course tests, or
 with --mine your own, after the static check), then waits; each time a file
@@ -37,10 +37,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx) -> int:
     from ol.cli import _tests
+    from ol.deps import policy_of
     from ol.runner import plan_overlay
 
     module = ctx.module(args.module)
-    plan_overlay(ctx.root, module, catalog=ctx.catalog, ref_deps=args.ref_deps)  # NotReady: say why, exit 2
+    plan_overlay(ctx.root, module, catalog=ctx.catalog, ref_deps=policy_of(args))  # NotReady: say why, exit 2
     folders = [ctx.root / "python" / "tinyllm", ctx.root / module.student_tests]
     shown = " and ".join(ctx.show(str(f.relative_to(ctx.root)) + "/") for f in folders if f.is_dir())
     stops = ("Ctrl-C stops" if signal.getsignal(signal.SIGINT) != signal.SIG_IGN

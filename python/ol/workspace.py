@@ -1,10 +1,12 @@
 """The student's tree: writing stubs and starter tests, backups, the diff.
 
 The student tree is sacred.  `start_module` only creates files that do not
-exist; `reset_module` copies every file it is about to replace into
+exist; `reset_module` (and `remove_module`, `ol reset --remove`) copies every
+file it is about to replace (or delete) into
 <root>/.ol/backups/<module>/<timestamp>/<path in the repo> first and never
-overwrites a backup; nothing here deletes a student's file or touches the
-student's own test folder except to create it.
+overwrites a backup; only `remove_module` deletes a file, and only after that
+copy or when the file is a fresh stub; nothing here touches the student's own
+test folder except to create it.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class ResetResult:
     backed_up: list[str] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)  # already identical to a fresh stub
+    removed: list[str] = field(default_factory=list)    # deleted (remove_module), after the backup
 
 
 # ---- stubs -------------------------------------------------------------------
@@ -211,6 +214,38 @@ def reset_module(root: str | Path, module: Module, now: datetime | None = None) 
     own test folder is not touched."""
     root = Path(root)
     stubs = fresh_stubs(root, module)
+    result, to_save = _back_up(root, module, stubs, now)
+    for file, text in stubs.items():
+        rel = f"{STUDENT_TREE}/{file}"
+        path = root / rel
+        if path.exists() and file not in to_save:
+            result.unchanged.append(rel)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        result.written.append(rel)
+    return result
+
+
+def remove_module(root: str | Path, module: Module, now: datetime | None = None) -> ResetResult:
+    """Take the module back to not started: save its files as reset_module
+    does (each one that differs from a fresh stub), then delete them, so that
+    --ref-deps and --ref-unstarted serve the reference's in their place.  A
+    deleted file that is not in `backed_up` was a fresh stub: none of it was
+    the student's.  The test folder is not touched."""
+    root = Path(root)
+    result, _ = _back_up(root, module, fresh_stubs(root, module), now)
+    for file in module.files:
+        path = root / STUDENT_TREE / file
+        if path.exists():
+            path.unlink()
+            result.removed.append(f"{STUDENT_TREE}/{file}")
+    return result
+
+
+def _back_up(root: Path, module: Module, stubs: dict[str, str], now: datetime | None) -> tuple[ResetResult, list[str]]:
+    """Copy each of the module's files that differs from its fresh stub into a
+    new backup folder; the result so far, and those files (relative to python/)."""
     result = ResetResult()
     to_save = [f for f, text in stubs.items()
                if (root / STUDENT_TREE / f).exists()
@@ -224,16 +259,7 @@ def reset_module(root: str | Path, module: Module, now: datetime | None = None) 
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(root / rel, target)
             result.backed_up.append(rel)
-    for file, text in stubs.items():
-        rel = f"{STUDENT_TREE}/{file}"
-        path = root / rel
-        if path.exists() and file not in to_save:
-            result.unchanged.append(rel)
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        result.written.append(rel)
-    return result
+    return result, to_save
 
 
 def _new_backup_dir(root: Path, module: Module, now: datetime) -> Path:

@@ -241,6 +241,10 @@ def bad_call(**changes):
 
 
 PAST = Tensor(np.zeros((1, 1, 2, 4), np.float32))
+# The same layer with head_dim 6: H * D = 12 is not d = 8, so a transposed wo [12, 8] has another
+# shape than wo [8, 12] (with H * D = d, as above, a transposed wo would have the right one).
+WIDE_HEADS = dict(wq=Tensor(np.ones((12, 8), np.float32)), wk=Tensor(np.ones((6, 8), np.float32)),
+                  wv=Tensor(np.ones((6, 8), np.float32)))
 BAD = {
     "x not a Tensor": (TypeError, dict(x=np.ones((1, 3, 8), np.float32))),
     "wq not a Tensor": (TypeError, dict(wq=np.ones((8, 8), np.float32))),
@@ -254,7 +258,7 @@ BAD = {
     "wq of the wrong width": (ValueError, dict(wq=Tensor(np.ones((8, 7), np.float32)))),
     "wk for two key/value heads": (ValueError, dict(wk=Tensor(np.ones((8, 8), np.float32)))),
     "wv of the wrong height": (ValueError, dict(wv=Tensor(np.ones((5, 8), np.float32)))),
-    "wo transposed": (ValueError, dict(wo=Tensor(np.ones((8, 4), np.float32)))),
+    "wo transposed": (ValueError, dict(WIDE_HEADS, wo=Tensor(np.ones((8, 12), np.float32).T.copy()))),
     "head_dim 0": (ValueError, dict(wq=Tensor(np.ones((1, 8), np.float32)))),
     "rope wider than a head": (ValueError, dict(rope=RopeSpec(np.ones(3, np.float32)))),
     "positions of another length": (ValueError, dict(positions=np.arange(4))),

