@@ -59,7 +59,7 @@ from test_calibration import SUITE_PREFIX  # noqa: E402
 from test_trust import CHEATS, GALLERY, materialize  # noqa: E402
 
 # The suites of tests/grading_suites beside the gallery, and the module each grades.
-OTHER_SUITES = {"l7-4-hand-example": "L7.4", "l7-4-oracle-only": "L7.4", "l7-5-weak": "L7.5", "shapes-and-errors": "L7.3"}
+OTHER_SUITES = {"l7-4-hand-example": "L7.4", "l7-4-oracle-only": "L7.4", "l7-5-weak": "L7.5", "l7-7-weak": "L7.7", "shapes-and-errors": "L7.3"}
 CHECK_TIMEOUT = 3600   # seconds for one `ol check`; a hung grader is an entry with an error, not a hung script
 
 

@@ -34,7 +34,7 @@ from ol.grading.recheck import VerdictCache
 from ol.grading.report import to_json, to_text
 from ol.grading.session import GradingSession, read_folder
 from ol.grading.variants import Variant
-from ol.grading.grader import PASSED, TIMEOUT, Grader
+from ol.grading.grader import PASSED, TIMEOUT, Grader, SuiteProblem
 from ol.grading.static_check import check_test_folder
 from ol.grading.test_folder import is_test_file
 
@@ -92,7 +92,9 @@ def test_every_field_of_a_result_survives_its_json():
         mutants=[MutantLine("m1", "apply_rope", 12, False, None, "-a\n+b", possibly_equivalent=True),
                  MutantLine("m2", "rope_cos_sin", 30, True, "test_a.py::test_x", "-c\n+d")],
         floors=[{"function": "apply_rope", "share": 0.5, "caught": 1, "counted": 2, "needed": 1, "met": True}],
-        rejected=[{"test": "test_a.py::test_y", "failure": "E assert", "implementations": ["reference"]}])
+        rejected=[{"test": "test_a.py::test_y", "failure": "E assert", "implementations": ["reference"]}],
+        tests=12, graded_tests=11,
+        course_failure={"reason": "course tests fail on your code", "problems": ["test_x"], "output": "E assert"})
     assert all(getattr(result, f.name) != (f.default_factory() if callable(f.default_factory) else f.default)
                for f in dataclasses.fields(CheckResult)), "give every field a value that is not its default"
     assert_the_record_round_trips(result)
@@ -140,8 +142,86 @@ def test_an_endless_test_does_not_hang_the_check(tmp_path):
                 pass
     """)
     result = grade(suite, time_limit=3)
-    assert result.reason == "your tests fail on a correct implementation"
-    assert any("test_forever" in line and "timeout" in line for line in result.problems), result.problems
+    assert result.reason is None and result.score is not None, (result.reason, result.problems)
+    assert [(e["test"].rsplit("::", 1)[1], e["status"]) for e in result.rejected] == [("test_forever", "timeout")]
+    assert result.tests == 2 and result.graded_tests == 1
+    assert "test_forever" in to_text(result), to_text(result)
+
+
+@pytest.mark.slow
+@pytest.mark.needs_confinement
+@pytest.mark.parametrize("sharing", ["shared", "isolated"])
+def test_a_run_that_reaches_its_time_limit_is_a_timeout_every_time(sharing, tmp_path):
+    """An endless test on every correct run, twenty times over: each run is a
+    timeout, never "signal 9" (the kernel drops the SIGXCPU of a pid
+    namespace's init, so the run itself is never pid 1)."""
+    suite = write_suite(tmp_path / "l7-3-rope", """
+        def test_forever():
+            while True:
+                pass
+    """)
+    session = GradingSession(ROOT, "L7.3")
+    with session.scheduler({"student": suite}, course=False, sharing=sharing) as scheduler:
+        statuses = []
+        for _ in range(20):
+            grader = Grader(session, scheduler, time_limit=1)
+            with pytest.raises(SuiteProblem):   # no test passes: none can be graded
+                grader.suite([])
+            statuses += [(v.status, v.detail) for v in grader.correct_verdicts]
+    assert len(statuses) == 100 and all(status == TIMEOUT for status, _ in statuses), \
+        [s for s in statuses if s[0] != TIMEOUT][:3]
+
+
+@pytest.mark.needs_confinement
+def test_one_test_failing_on_a_correct_implementation_costs_only_itself(tmp_path):
+    """The model answer plus one test that only the reference passes (an error
+    message matched word for word, which the alternate words otherwise): that
+    test is left out, named with its failure, and the rest is graded as the
+    model answer alone is."""
+    suite = tmp_path / "l7-3-rope"
+    shutil.copytree(MODEL_ANSWER, suite)
+    (suite / "test_words.py").write_text(textwrap.dedent("""\
+        import numpy as np
+        import pytest
+        from tinyllm.autograd.tensor import Tensor
+        from tinyllm.modern.rope import apply_rope
+
+
+        def test_the_reference_words_its_error():
+            cos = sin = np.ones((3, 1), np.float32)
+            with pytest.raises(ValueError, match=__MESSAGE__):
+                apply_rope(Tensor(np.ones((3, 8), np.float32)), cos, sin, rotary_dim=3)
+        """).replace("__MESSAGE__", repr(_reference_error())))
+    session = sampled_l73()
+    alone = grade(MODEL_ANSWER, session=session, isolated=True)
+    result = grade(suite, session=session, isolated=True)
+    assert result.reason is None and result.passed, (result.reason, result.problems)
+    words = "tests/l7-3-rope/test_words.py::test_the_reference_words_its_error"
+    assert [(e["test"], e["implementations"]) for e in result.rejected] == [(words, ["alternate:1"])], result.rejected
+    assert "rotary_dim: expected an even number" in result.rejected[0]["failure"], result.rejected   # the alternate's
+    assert (result.killed, result.counted, result.score) == (alone.killed, alone.counted, alone.score)
+    assert result.graded_tests == result.tests - 1
+    text = to_text(result)
+    assert words in text and "Left out" in text, text
+
+
+def _reference_error() -> str:
+    """The reference's words for an odd rotary_dim, as a regular expression that only they match."""
+    import re
+
+    from reference import reference_modules
+
+    rope, tensor = reference_modules("tinyllm.modern.rope", "tinyllm.autograd.tensor")
+    table = np.ones((3, 1), np.float32)
+    with pytest.raises(ValueError) as raised:
+        rope.apply_rope(tensor.Tensor(np.ones((3, 8), np.float32)), table, table, rotary_dim=3)
+    return "^" + re.escape(str(raised.value)) + "$"
+
+
+def sampled_l73() -> GradingSession:
+    session = GradingSession(ROOT, "L7.3")
+    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::10])
+    return session
 
 
 @pytest.mark.needs_confinement
@@ -185,7 +265,9 @@ def test_each_test_rejecting_a_correct_implementation_is_shown_once_with_its_fai
             cos, sin = rope_cos_sin([1], [1.0])
             assert float(cos[0][0]) == 0.5
     """)
-    result = grade(suite)
+    session = GradingSession(ROOT, "L7.3")   # the catalog's policy "not graded": no test of the suite counts
+    session.grading = dataclasses.replace(session.grading, rejected="not graded")
+    result = grade(suite, session=session)
     assert result.reason == "your tests fail on a correct implementation", result.problems
     cos_1 = float(np.float32(np.cos(1.0)))          # what the failed assertion compared, from numpy alone
     typo, wrong = (f"tests/l7-3-rope/test_student.py::{name}" for name in ("test_typo", "test_wrong_value"))
@@ -265,11 +347,9 @@ def test_a_variant_that_hangs_or_kills_its_process_counts_as_caught(tmp_path):
     assert spins != reference and exits != reference
     session = GradingSession(ROOT, "L7.3")
     with session.scheduler({"student": suite}, course=False) as scheduler:
-        grader = Grader(session, scheduler, time_limit=20)
-        assert [v.status for v in grader.correct_implementations()] == [PASSED, PASSED]
-        grader.reference_seconds = 0.0   # so the variants get 2 s
-        verdicts = grader.variants([Variant("spins", spins, "rope.py"), Variant("exits", exits, "rope.py")],
-                                   repeats=False)
+        grader = Grader(session, scheduler, time_limit=3)
+        verdicts = grader.suite([Variant("spins", spins, "rope.py"), Variant("exits", exits, "rope.py")])
+        assert {v.status for v in grader.correct_verdicts} == {PASSED} and not grader.left_out
     assert verdicts["spins"].status == TIMEOUT and verdicts["spins"].killed
     assert verdicts["exits"].killed and verdicts["exits"].failed[0].endswith("test_hand_example")
 
@@ -320,8 +400,10 @@ def test_runs_cannot_reach_the_repository_nor_start_what_outlives_them(tmp_path)
     session = GradingSession(ROOT, "L7.3")   # straight to the runs: the static check would refuse os
     for sharing in ("shared", "isolated"):
         with session.scheduler({"student": suite}, course=False, sharing=sharing) as scheduler:
-            verdicts = Grader(session, scheduler, time_limit=20).correct_implementations()
-        assert [(v.status, v.failed) for v in verdicts] == [(PASSED, ())] * 2, (sharing, verdicts)
+            grader = Grader(session, scheduler, time_limit=20)
+            grader.suite([])
+            verdicts = grader.correct_verdicts
+        assert [(v.status, v.failed) for v in verdicts] == [(PASSED, ())] * 5, (sharing, verdicts)
         assert target.read_bytes() == before
         assert not processes_with("sleep 31415"), f"a process started by a run outlived the check ({sharing})"
 
@@ -430,8 +512,7 @@ def test_the_shared_check_gives_the_verdicts_of_isolated_runs(module_id, suite):
     for sharing in ("shared", "isolated"):
         with session.scheduler({"student": SUITES / suite}, course=False, sharing=sharing) as scheduler:
             grader = Grader(session, scheduler, time_limit=30)
-            grader.correct_implementations()
-            verdicts[sharing] = grader.variants(variants, repeats=False)
+            verdicts[sharing] = grader.suite(variants)
     differ = {key: (verdicts["shared"][key].status, verdicts["isolated"][key].status)
               for key in verdicts["isolated"] if verdicts["shared"][key].killed != verdicts["isolated"][key].killed}
     assert not differ, f"shared vs isolated verdicts differ: {differ}"
@@ -568,7 +649,8 @@ def test_a_rope_that_hangs_at_import_fails_the_course_tests_within_the_time_limi
     rope = checkout / "python/tinyllm/modern/rope.py"
     good = rope.read_text()
     rope.write_text(good + "\nwhile True:\n    pass\n")
-    try:
+    student_tests(checkout, {"test_rope_oracle.py": "import os\n\n\ndef test_x():\n    assert os.sep\n"})  # refused:
+    try:                                                                       # the check stops right after
         started = time.monotonic()
         r = run_ol(checkout, "check", "L7.3", "--ref-deps", "--time-limit", "5", "--json", cwd=elsewhere)
         assert time.monotonic() - started < 60, "the course-test stage must stop at its time limit"
@@ -576,7 +658,10 @@ def test_a_rope_that_hangs_at_import_fails_the_course_tests_within_the_time_limi
         rope.write_text(good)
     assert r.returncode == 1, explain(r)
     data = json.loads(r.stdout)
-    assert data["reason"].startswith("course tests fail on your code") and "longer than 5 s" in " ".join(data["problems"])
+    failure = data["course_failure"]
+    assert failure["reason"].startswith("course tests fail on your code") and "longer than 5 s" in " ".join(
+        failure["problems"])
+    assert data["reason"].startswith("your tests do things graded tests may not"), "the suite is read on its own"
 
 
 def test_a_test_file_that_is_not_utf8_is_named_not_a_traceback(finished_checkout):
@@ -630,7 +715,6 @@ def test_a_verdict_cache_of_another_format_or_broken_is_ignored_not_crashed_on(t
         path.write_text(broken)
         cache = VerdictCache(path, session, folder)
         assert cache.carried([key]) == {} and cache.course_passed("any") is None, broken
-        assert cache.known().by == {}
 
 
 @pytest.mark.slow
@@ -735,14 +819,20 @@ def test_a_recheck_keeps_the_course_tests_pass_only_while_the_code_is_the_same(t
     pitfalls = load_pitfalls(checkout / "course/mutants/L7.3/pitfalls.toml", reference, "rope.py")
     rope.write_text(next(p.source for p in pitfalls if p.id == "s05"))
     after = check()
-    assert not after["course_tests_kept"] and not after["passed"] and after["score"] is None
-    assert "course tests fail on your code" in after["reason"], after
-    # the report that follows is the course tests', and says so (not "your tests")
+    assert not after["course_tests_kept"] and not after["passed"]
+    assert "course tests fail on your code" in after["course_failure"]["reason"], after
+    # each part stands on its own: wrong code still has its tests graded, against the reference's mutants
+    assert after["reason"] is None and (after["killed"], after["counted"]) == (cold["killed"], cold["counted"]), after
+    assert after["course_tests"]["passed"] < after["course_tests"]["total"]
+    # the report says both, and the pytest report that follows is the course tests' (not "your tests")
     r = run_ol(checkout, "check", "L7.3", "--ref-deps", "--html", cwd=elsewhere)
+    assert f"your tests catch {cold['killed']}/{cold['counted']} faults" in r.stdout, explain(r)
+    assert "\nCourse tests: " in r.stdout and "make the course tests pass" in r.stdout, explain(r)
     assert "\nThe course tests on your code (pytest's report):\n" in r.stdout, explain(r)
     assert "Your tests on" not in r.stdout, explain(r)
     page = (checkout / ".ol/reports/L7.3-check.html").read_text()
     assert "<h2>The course tests on your code (pytest&#x27;s report)</h2>" in page and "Your tests on" not in page
+    assert 'id="course-failure"' in page and f'<b id="killed">{cold["killed"]}/{cold["counted"]}</b>' in page
 
 
 def test_a_run_killed_at_its_processor_time_limit_is_a_timeout_not_a_crash():

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,7 +166,7 @@ def test_every_readme_command_works_and_the_local_check_catches_every_chaff(kit)
         answer = ROOT / CATALOG.get(module_id).grading.model_answer
         shutil.copytree(answer, kit.root / CATALOG.get(module_id).student_tests, dirs_exist_ok=True)
     commands = readme_commands((kit.root / "README.md").read_text())[1:]
-    assert {c.split()[1] for c in commands} == {"start", "tests", "check", "diff", "list"}, commands
+    assert {c.split()[1] for c in commands} == {"start", "tests", "check", "submit", "diff", "list"}, commands
     for command in commands:
         assert command.startswith("./ol "), command
         r = kit.ol(*command.split()[1:])
@@ -177,6 +178,45 @@ def test_every_readme_command_works_and_the_local_check_catches_every_chaff(kit)
             pitfalls = len(GradingSession(ROOT, command.split()[2]).mutants.pitfalls)
             assert "PASSED: your tests catch" in r.stdout and f"= {pitfalls}/{pitfalls} pitfalls" in r.stdout, explain(r)
             assert "changes to your own code" in r.stdout and "MISSED" not in r.stdout, explain(r)
+
+
+@pytest.mark.slow
+@pytest.mark.needs_confinement
+def test_ol_submit_writes_the_archive_ol_grade_gives_the_folders_points(kit, tmp_path):
+    """The student's archive, made in the kit, and the student's folder (the
+    kit's python/, runner and all) graded in one class by the instructor:
+    the same files taken, so the same row."""
+    import csv
+
+    shutil.copy2(ROOT / REFERENCE_TREE / "tinyllm/modern/rope.py", kit.root / "python/tinyllm/modern")
+    tests = kit.root / CATALOG.get("L7.3").student_tests
+    shutil.copytree(ROOT / CATALOG.get("L7.3").grading.model_answer, tests, dirs_exist_ok=True)
+    r = kit.ol("submit", "L7.3")
+    assert r.returncode == 0, explain(r)
+    archive = kit.root / "L7.3-submission.zip"
+    assert "wrote L7.3-submission.zip" in r.stdout and "the course tests run: 53 of 53 pass" in r.stdout, explain(r)
+    with zipfile.ZipFile(archive) as z:
+        names = sorted(z.namelist())
+    expected = sorted(["python/tinyllm/modern/rope.py", *(f"{CATALOG.get('L7.3').student_tests}/{p.name}"
+                                                          for p in tests.iterdir() if p.is_file())])
+    assert names == expected and all(f"  {name}" in r.stdout.splitlines() for name in names), (names, r.stdout)
+    again = kit.ol("submit", "L7.3")
+    assert again.returncode == 0, "ol submit replaces the archive it wrote"
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    shutil.copytree(kit.root / "python", submissions / "ann" / "python",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copy2(archive, submissions / "ann-zip.zip")
+    r = run_ol(ROOT, "grade", "L7.3", str(submissions), "--out", str(tmp_path / "graded"), cwd=tmp_path,
+               timeout=1800)
+    assert r.returncode == 0, explain(r)
+    with open(tmp_path / "graded" / "grades.csv", newline="") as f:
+        rows = {row["source"]: row for row in csv.DictReader(f)}
+    same = ("status", "points", "score", "killed", "counted", "course tests", "reason")
+    assert (rows["ann-zip.zip"]["status"], rows["ann-zip.zip"]["points"]) == ("passed", "100.00"), \
+        rows["ann-zip.zip"]["reason"]
+    assert {k: rows["ann-zip.zip"][k] for k in same} == {k: rows["ann"][k] for k in same}, rows
+    assert json.loads((tmp_path / "graded" / "ann-zip.json").read_text())["ignored"] == []
 
 
 @pytest.mark.slow

@@ -35,7 +35,7 @@ REQUIRED_KEYS = ("id", "title", "rung", "needs", "files", "chapter", "course_tes
 OPTIONAL_KEYS = ("contracts", "starter", "grading")
 GRADING_KEYS = ("threshold", "target", "pitfalls", "equivalent", "alternates",
                 "model_answer", "allowed_imports")
-GRADING_OPTIONAL_KEYS = ("points", "chaffs", "floors")
+GRADING_OPTIONAL_KEYS = ("points", "chaffs", "floors", "rejected", "max_rejected")
 # What each part of a grade is worth in an autograder (ol gradescope) unless
 # [module.grading.points] says otherwise.
 DEFAULT_POINTS = {"course_tests": 40.0, "mutation": 50.0, "pitfalls": 10.0}
@@ -75,6 +75,13 @@ class Grading:
     points: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_POINTS))  # an autograder's points per part
     chaffs: str | None = None           # folder of the pitfalls as wrappers of a correct implementation
     floors: dict[str, float] = field(default_factory=dict)   # public function -> share of its mutants to catch
+    # a test that fails on a correct implementation: "drop" (left out, the rest graded), "not graded"
+    # (the suite is not graded), or a number (left out, and the score loses that much per such test)
+    rejected: str | float = "drop"
+    # "drop" or a penalty: at most this many tests may be left out, else the suite is not graded.  Each
+    # test left out tells the grade one bit of what the correct implementation does (a test that guesses
+    # a bit of its output is kept exactly when it guessed right): a suite may not buy its oracle by guessing
+    max_rejected: int = 2
 
 
 @dataclass(frozen=True)
@@ -255,6 +262,27 @@ def _parse_module(entry: Mapping, number: int, warnings: list[str]) -> Module:
     )
 
 
+REJECTED_POLICIES = ("drop", "not graded")
+
+
+def _rejected_policy(value, where: str) -> str | float:
+    """[module.grading] rejected: what a test that fails on a correct implementation costs."""
+    if value in REJECTED_POLICIES:
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1:
+        return float(value)
+    raise CatalogError(f"{where}: rejected must be \"drop\" (such a test is left out and the rest graded), "
+                       f"\"not graded\" (the suite is not graded), or a penalty from 0 to 1 taken from the score "
+                       f"per such test; got {value!r}")
+
+
+def _max_rejected(value, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise CatalogError(f"{where}: max_rejected must be a whole number >= 0 (how many tests may be left out "
+                           f"before the suite is not graded), got {value!r}")
+    return value
+
+
 def _check_keys(table: Mapping, required: tuple[str, ...], optional: tuple[str, ...], where: str, whose: str,
                 warnings: list[str]) -> None:
     """CatalogError when `table` lacks a required key; a warning (the course
@@ -302,6 +330,8 @@ def _parse_grading(table, where: str, warnings: list[str]) -> Grading:
         points=points,
         chaffs=_string(table, "chaffs", where) if "chaffs" in table else None,
         floors={name: float(share) for name, share in floors.items()},
+        rejected=_rejected_policy(table.get("rejected", "drop"), where),
+        max_rejected=_max_rejected(table.get("max_rejected", 2), where),
     )
 
 

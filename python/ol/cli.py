@@ -27,7 +27,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TextIO
 
-from ol import student_kit
+from ol import deps, student_kit
 from ol.arguments import module_arg, module_args, module_verb
 from ol.catalog import CATALOG_PATH, Catalog, Module, load_catalog
 from ol.errors import OlError
@@ -36,7 +36,7 @@ from ol.native_build import C_FLAGS, SHARED_FLAGS, NoCompiler, c_files, find_com
 from ol.runner import (PYTEST_NO_TESTS, PYTEST_USAGE_ERROR, NotReady, TestRun, plan_overlay, run_course_tests,
                        run_student_tests)
 from ol.state import PASSING, STARTED, StateStore
-from ol.workspace import BACKUP_DIR, reset_module, reference_diff, start_module
+from ol.workspace import BACKUP_DIR, reference_diff, remove_module, reset_module, start_module
 
 
 WORKFLOW = """\
@@ -49,8 +49,12 @@ tinyllm course runner: you build the library module by module.
   ./ol shell L7.3     a Python prompt with tinyllm as the tests see it (-c CODE runs CODE)
   ./ol check L7.3     the course tests, then the mutation grade of your own tests
   ./ol diff  L7.3     after the course tests pass: your code against the reference
+  ./ol submit L7.3    in a class: L7.3-submission.zip, checked as the grader will take it
   ./ol list           every module and how far you are
-  ./ol reset L7.3     a fresh stub, after saving your code to a backup
+  ./ol reset L7.3     a fresh stub, after saving your code to a backup (--remove: back to not started)
+
+Where the modules L7.3 needs come from: yours, or with --ref-deps all from the reference,
+or with --ref-unstarted the reference for those you have not started.
 
 ./ol COMMAND --help says more about each command.
 """
@@ -140,6 +144,7 @@ LAZY_VERBS: dict[str, tuple[str, str]] = {
     "gradescope": ("ol.class_grading.gradescope", "instructor: build a Gradescope autograder bundle"),
     "milestone": ("ol.milestone.milestone_cli", "a whole model on your modules: MS-L7 runs SmolLM2-135M against transformers"),
     "release": ("ol.release", "instructor: write the student kit without the answers (--solutions: add them)"),
+    "submit": ("ol.submit", "write MODULE-submission.zip, checked as the grader will take it"),
 }
 
 
@@ -152,7 +157,7 @@ def register(verb: Verb) -> Verb:
 
 
 def _start_args(parser):
-    module_args(parser, "you will test with --ref-deps: no warning about unfinished needs")
+    module_args(parser)   # the flag the commands start suggests carry (no warning about unfinished needs)
 
 
 def _start(args, ctx: Context) -> int:
@@ -187,14 +192,15 @@ def _start(args, ctx: Context) -> int:
         _say_how_c_is_built(ctx, module)
 
     unfinished = _unfinished_needs(ctx, module)
-    ref = " --ref-deps" if (args.ref_deps or unfinished) else ""
-    if unfinished and not args.ref_deps:
+    policy = deps.policy_of(args)
+    ref = deps.flag(deps.REFERENCE if policy == deps.MINE and unfinished else policy)
+    if unfinished and policy == deps.MINE:
         ctx.say(
             "",
             f"{module.id} needs {', '.join(module.needs)}; not finished yet: "
             + ", ".join(f"{m.id} ({state})" for m, state in unfinished) + ".",
-            f"Meanwhile, test with the reference's versions (--ref-deps, as below), "
-            f"or finish them first: {ctx.ol} start {unfinished[0][0].id}",
+            f"Meanwhile, test with the reference's versions (--ref-deps, as below; --ref-unstarted "
+            f"takes only those you have not started), or finish them first: {ctx.ol} start {unfinished[0][0].id}",
         )
     ctx.say(
         "",
@@ -252,12 +258,13 @@ register(Verb(
 
 def _tests(args, ctx: Context) -> int:
     module = ctx.module(args.module)
-    plan_overlay(ctx.root, module, catalog=ctx.catalog, ref_deps=args.ref_deps)  # NotReady: say why first
-    deps = _deps_phrase(ctx, module, args.ref_deps)
+    policy = deps.policy_of(args)
+    plan_overlay(ctx.root, module, catalog=ctx.catalog, ref_deps=policy)  # NotReady: say why first
+    served = _deps_phrase(ctx, module, policy)
     if args.mine:
         refused = _static_findings(ctx, module)
-        ctx.say(f"ol: your tests in {ctx.show(module.student_tests + '/')} on your {module.id}{deps}")
-        run = run_student_tests(ctx.root, module, ref_deps=args.ref_deps, pytest_args=args.pytest_args,
+        ctx.say(f"ol: your tests in {ctx.show(module.student_tests + '/')} on your {module.id}{served}")
+        run = run_student_tests(ctx.root, module, ref_deps=policy, pytest_args=args.pytest_args,
                                 catalog=ctx.catalog)
         _summarize(ctx, run, f"your tests of {module.id}")
         if refused:
@@ -265,13 +272,13 @@ def _tests(args, ctx: Context) -> int:
                     f"{'s' if refused > 1 else ''} listed before the run)")
         return _exit_code(run)
 
-    ctx.say(f"ol: the course tests of {module.id} on your {module.id}{deps}")
-    run = run_course_tests(ctx.root, module, ref_deps=args.ref_deps, pytest_args=args.pytest_args,
+    ctx.say(f"ol: the course tests of {module.id} on your {module.id}{served}")
+    run = run_course_tests(ctx.root, module, ref_deps=policy, pytest_args=args.pytest_args,
                            catalog=ctx.catalog)
-    state = _record(ctx, module, run, args.ref_deps)
+    state = _record(ctx, module, run, policy)
     _summarize(ctx, run, f"course tests of {module.id}")
     if run.ok and run.complete:
-        ref = " --ref-deps" if args.ref_deps else ""
+        ref = deps.flag(policy)
         ctx.say(
             f"Next: write your own tests in {ctx.show(module.student_tests + '/')} "
             f"(run them: {ctx.ol} tests {module.id} --mine{ref})"
@@ -306,23 +313,29 @@ def _static_findings(ctx: Context, module: Module) -> int:
     return len(violations)
 
 
-def _deps_phrase(ctx: Context, module: Module, ref_deps: bool) -> str:
-    if not module.needs:
-        return ""
+def _deps_phrase(ctx: Context, module: Module, policy: str) -> str:
+    """", with L0.1 from the reference and your own L7.3": where the needs come from (ol.deps)."""
     closure = [m.id for m in ctx.catalog.needs_closure(module)]
-    if not ref_deps:
-        return f", with your own {', '.join(closure)}"
-    withheld = [m for m in closure if m in student_kit.withheld(ctx.root)]   # a student kit: yours even so
-    given = ", ".join(m for m in closure if m not in withheld)
-    return f", with {given} from the reference" + (f" and your own {', '.join(withheld)}" if withheld else "")
+    referenced = _referenced(ctx, module, policy)
+    given = [m for m in closure if m in referenced]
+    yours = [m for m in closure if m not in referenced]
+    parts = ([f"{', '.join(given)} from the reference"] if given else []) + (
+        [f"your own {', '.join(yours)}"] if yours else [])
+    return f", with {' and '.join(parts)}" if parts else ""
 
 
-def _record(ctx: Context, module: Module, run: TestRun, ref_deps: bool) -> str | None:
+def _referenced(ctx: Context, module: Module, policy: str) -> set[str]:
+    """The ids of the module's needs that the reference serves under `policy`."""
+    return deps.from_reference(ctx.root, ctx.catalog.needs_closure(module), policy)
+
+
+def _record(ctx: Context, module: Module, run: TestRun, policy: str) -> str | None:
     """Update the state after a course-test run; None if the run proves nothing
-    (a subset that passed, or a pytest usage error)."""
+    (a subset that passed, or a pytest usage error).  The record says whether
+    any need came from the reference (`ol list`'s *)."""
     if run.exit_code == PYTEST_USAGE_ERROR or (run.ok and not run.complete):
         return None
-    return ctx.store.record_test_result(module, run.ok, ref_deps=ref_deps)
+    return ctx.store.record_test_result(module, run.ok, ref_deps=bool(_referenced(ctx, module, policy)))
 
 
 def _summarize(ctx: Context, run: TestRun, what: str) -> None:
@@ -354,16 +367,17 @@ def _exit_code(run: TestRun) -> int:
 
 
 # ./ol tests' arguments; ./ol watch takes the same (ol/watch.py)
-tests_arguments = module_verb("your own code for the module itself",
-                              mine="run your own tests (the module's student test folder) instead of the course tests")
+tests_arguments = module_verb(mine="run your own tests (the module's student test folder) instead of the course tests")
 
 register(Verb(
     "tests", "run a module's course tests on your code (--mine: your own tests)",
     tests_arguments, _tests, takes_pytest_args=True,
     description=(
         "Runs the module's course tests on your files, printing pytest's output as it goes.\n"
-        "--ref-deps takes the modules it needs from the reference, so only your code for this\n"
-        "module is tested.  Arguments after -- go to pytest, e.g. ./ol tests L7.3 -- -k hand -x\n"
+        "The module is always yours; the modules it needs are yours too, unless --ref-deps (all of\n"
+        "them from the reference, so only your code for this module is tested) or --ref-unstarted\n"
+        "(the reference for those you have not started).\n"
+        "Arguments after -- go to pytest, e.g. ./ol tests L7.3 -- -k hand -x\n"
         "Exit: 0 all pass, 1 a test fails, 2 the tests could not run (unknown module, not started).\n"
         "A full passing run marks the module 'course tests passing' in ./ol list."
     ),
@@ -381,17 +395,18 @@ def _diff(args, ctx: Context) -> int:
               f"{ctx.ol} diff {module.id} reruns the course tests and, once they pass, shows your "
               f"{', '.join('python/' + f for f in module.files)} (-) against the reference (+).", file=ctx.err)
         return NOT_PASSED
-    plan_overlay(ctx.root, module, catalog=ctx.catalog, ref_deps=args.ref_deps)  # NotReady: say why first
-    deps = _deps_phrase(ctx, module, args.ref_deps)
-    ctx.say(f"ol: running the course tests of {module.id} on your code first{deps} ...")
-    run = run_course_tests(ctx.root, module, ref_deps=args.ref_deps, capture=True, catalog=ctx.catalog)
-    _record(ctx, module, run, args.ref_deps)
-    ref = " --ref-deps" if args.ref_deps else ""
+    policy = deps.policy_of(args)
+    plan_overlay(ctx.root, module, catalog=ctx.catalog, ref_deps=policy)  # NotReady: say why first
+    served = _deps_phrase(ctx, module, policy)
+    ctx.say(f"ol: running the course tests of {module.id} on your code first{served} ...")
+    run = run_course_tests(ctx.root, module, ref_deps=policy, capture=True, catalog=ctx.catalog)
+    _record(ctx, module, run, policy)
+    ref = deps.flag(policy)
     if not run.ok:
         failing = _some(run.failed) or "see ./ol tests"
         hint = ""
-        if not args.ref_deps and module.needs and _unfinished_needs(ctx, module):
-            hint = " If the failures come from unfinished needs, add --ref-deps."
+        if policy != deps.REFERENCE and module.needs and _unfinished_needs(ctx, module):
+            hint = " If the failures come from unfinished needs, use --ref-deps (every need from the reference)."
         print(
             f"ol: diff refused: the course tests of {module.id} do not pass now "
             f"({len(run.failed)} failing: {failing}). The reference is shown only once your own "
@@ -415,8 +430,7 @@ def _diff(args, ctx: Context) -> int:
 
 register(Verb(
     "diff", "after the course tests pass: your files against the reference",
-    module_verb("as for ./ol tests",
-                code_only="compare the code alone: docstrings, comments and blank lines left out on both sides"),
+    module_verb(code_only="compare the code alone: docstrings, comments and blank lines left out on both sides"),
     _diff,
     description=(
         "Reruns the module's course tests on your code (your files may have changed since the\n"
@@ -444,7 +458,7 @@ def _list(args, ctx: Context) -> int:
         marks = []
         if status.ref_deps and status.at_least(PASSING):
             marks.append("*")
-            notes.add("* with the needs from the reference (--ref-deps)")
+            notes.add("* with needs from the reference (--ref-deps, or --ref-unstarted)")
         if status.edited_since and status.at_least(PASSING):
             marks.append("+")
             notes.add("+ your files changed since (run ./ol tests again to update)")
@@ -477,16 +491,23 @@ register(Verb(
 
 def _reset_args(parser):
     module_arg(parser)
+    parser.add_argument("--remove", action="store_true",
+                        help="take the module back to not started: save your files (as reset does), then "
+                             "delete them, so that --ref-deps and --ref-unstarted serve the reference's")
 
 
 def _reset(args, ctx: Context) -> int:
     module = ctx.module(args.module)
     if not ctx.store.status(module).at_least(STARTED):
         raise NotReady(f"nothing to reset: {module.id} is not started. ./ol start {module.id} writes its stubs.")
-    result = reset_module(ctx.root, module)
-    ctx.store.record(module, STARTED)
+    if args.remove:
+        result = remove_module(ctx.root, module)
+        ctx.store.forget(module)
+    else:
+        result = reset_module(ctx.root, module)
+        ctx.store.record(module, STARTED)
     if result.backup_dir:
-        ctx.say("Saved your files before replacing them:")
+        ctx.say("Saved your files before " + ("deleting" if args.remove else "replacing") + " them:")
         for rel in result.backed_up:
             ctx.say(f"  {ctx.show(rel)}  ->  {ctx.show(result.backup_dir + '/' + rel)}")
         ctx.say(f"backup: {ctx.show(result.backup_dir)}")
@@ -494,6 +515,11 @@ def _reset(args, ctx: Context) -> int:
         ctx.say(f"Wrote a fresh stub: {ctx.show(rel)}")
     for rel in result.unchanged:
         ctx.say(f"Already a fresh stub (left as it is): {ctx.show(rel)}")
+    for rel in result.removed:
+        ctx.say(f"Deleted: {ctx.show(rel)}" + ("" if rel in result.backed_up else "  (a fresh stub: nothing of yours)"))
+    if args.remove:
+        ctx.say(f"{module.id} is not started now: --ref-deps and --ref-unstarted take it from the reference; "
+                f"{ctx.ol} start {module.id} writes fresh stubs again.")
     ctx.say(f"Your own tests in {ctx.show(module.student_tests + '/')} are left as they are.")
     if result.backup_dir:
         first = result.backed_up[0]
@@ -506,7 +532,9 @@ register(Verb(
     _reset_args, _reset,
     description=(
         f"Copies the module's files to {BACKUP_DIR}/MODULE/TIMESTAMP/ (printed; never overwritten),\n"
-        "then writes fresh stubs in their place.  Your own test folder is not touched."
+        "then writes fresh stubs in their place.  With --remove it deletes them instead: the module\n"
+        "is not started again, and --ref-deps and --ref-unstarted serve the reference's in its place.\n"
+        "Your own test folder is not touched."
     ),
 ))
 
@@ -620,12 +648,12 @@ def main(argv: Sequence[str] | None = None, root: str | Path | None = None,
     except KeyboardInterrupt:
         print("ol: interrupted", file=err)
         return INTERRUPTED
-    except _Terminated:
+    except Terminated:
         print("ol: terminated", file=err)
         return TERMINATED
 
 
-class _Terminated(BaseException):
+class Terminated(BaseException):
     """SIGTERM arrived: unwind like Ctrl-C, so every sandbox and temporary
     folder is cleaned up on the way out."""
 
@@ -636,6 +664,6 @@ def _terminate_cleanly() -> None:
 
     if threading.current_thread() is threading.main_thread():
         def stop(signum, frame):
-            raise _Terminated()
+            raise Terminated()
 
         signal.signal(signal.SIGTERM, stop)

@@ -56,6 +56,8 @@ MAX_TRIAGED = 40
 class LocalSession(GradingSession):
     """A grading session whose correct implementation is the student's own file."""
 
+    suite_needs_passing_code = True     # mutants of code that fails the course tests grade nothing
+
     def __init__(self, root: Path, module_id: str, *, cache_dir: Path | None = None):
         self.root = Path(root).resolve()
         self.catalog = load_catalog(self.root)
