@@ -110,13 +110,13 @@ HINTS = [
          "'high_freq_factor': 3.0, 'original_max_position_embeddings': 8192}, 128)", "m09",
          plain=f"rope_parameters({LLAMA3_1}, 128)"),
     Hint("L7.4", "no block, `null` block, empty block", "rope_spec({'head_dim': 64, 'rope_parameters': {}})",
-         '    params = dict(config.get("rope_parameters") or config.get("rope_scaling") or {}) => '
-         '    params = dict(config.get("rope_parameters") or config.get("rope_scaling") and {})',
+         '    params = dict(_block_of(config.get("rope_parameters") or config.get("rope_scaling") or {}, config, layer_type)) => '
+         '    params = dict(_block_of(config.get("rope_parameters") or config.get("rope_scaling") and {}, config, layer_type))',
          plain="rope_spec({'head_dim': 64, 'rope_parameters': {'rope_type': 'linear', 'factor': 2.0}})"),
     Hint("L7.4", "`rope_parameters` and `rope_scaling`",
          "rope_spec({'head_dim': 64, 'rope_scaling': {'rope_type': 'linear', 'factor': 2.0}})",
-         '    params = dict(config.get("rope_parameters") or config.get("rope_scaling") or {}) => '
-         '    params = dict(config.get("rope_parameters") or config.get("XXrope_scalingXX") or {})',
+         '    params = dict(_block_of(config.get("rope_parameters") or config.get("rope_scaling") or {}, config, layer_type)) => '
+         '    params = dict(_block_of(config.get("rope_parameters") or config.get("XXrope_scalingXX") or {}, config, layer_type))',
          plain="rope_spec({'head_dim': 64, 'rope_parameters': {'rope_type': 'linear', 'factor': 2.0}})"),
     Hint("L7.4", 'the legacy `"type"` and its precedence',
          "rope_spec({'head_dim': 64, 'rope_scaling': {'type': 'linear', 'factor': 2.0}})",
