@@ -102,7 +102,25 @@ def environment() -> dict[str, str]:
         "numpy": np.__version__,
         "machine": platform.machine(),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cpu": cpu_model(),
     }
+
+
+def cpu_model() -> str:
+    """The processor's vendor, family, model and stepping as /proc/cpuinfo gives them:
+    torch's float32 matmuls and reductions take a kernel per processor model, so
+    two models give results a few units in the last place apart."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                fields[key.strip()] = value.strip()
+    except OSError:
+        return platform.processor() or "unknown"
+    return " ".join(fields.get(k, "?") for k in ("vendor_id", "cpu family", "model", "stepping", "model name"))
 
 
 def with_provenance(arrays: dict[str, np.ndarray], provenance: dict) -> dict[str, np.ndarray]:

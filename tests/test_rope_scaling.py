@@ -59,7 +59,9 @@ def test_fixture_is_small_pinned_and_documented():
     assert len(cases) >= 20
     documented = re.compile(r"^(?:[^/]+/(?:inv_freq|attention_scaling)|tables/[^/]+/(?:positions|cos|sin))$")
     assert [key for key in fx if not documented.match(key)] == [], "keys the oracle's docstring does not describe"
-    assert sorted(key.rsplit("/", 1)[0] for key in fx if key.endswith("/inv_freq")) == sorted(cases)
+    layer_cases = [f"{model}:{layer_type}" for model, record in fx.provenance["layer_types"].items()
+                   for layer_type in ("full_attention", "sliding_attention")]
+    assert sorted(key.rsplit("/", 1)[0] for key in fx if key.endswith("/inv_freq")) == sorted([*cases, *layer_cases])
     for case, inputs in cases.items():
         assert set(inputs) >= {"rope_parameters", "head_dim", "max_position_embeddings", "seq_len"}, case
     rope_types = [inputs["rope_parameters"]["rope_type"] for inputs in cases.values()]

@@ -48,7 +48,7 @@ from ol.grading.confine import describe_exit
 from ol.grading.scheduler import WALL_FACTOR, Outcome, Run, Scheduler
 from ol.grading.protocol import RunRequest, merged_notes
 from ol.grading.session import GradingFault, GradingSession
-from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED
+from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED, file_order
 from ol.grading.variants import Variant, describe
 
 PASSED, FAILED, TIMEOUT, CRASHED = "passed", "failed", "timeout", "crashed"
@@ -188,9 +188,10 @@ class Grader:
             carried.clear()
             if not pending:
                 break
+        place = {test: index for index, test in enumerate(file_order(self.collected))}
         for key, verdict in verdicts.items():
             if key.startswith("pitfall:") and verdict.killed:
-                self.by[key] = verdict.failed
+                self.by[key] = tuple(sorted(verdict.failed, key=lambda test: place.get(test, len(place))))
         return verdicts
 
     def _run_stream(self, jobs: list[tuple[Variant, bool]]) -> list[Outcome]:

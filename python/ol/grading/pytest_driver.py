@@ -82,6 +82,16 @@ def running_order(items: list) -> list:
     return first + rest
 
 
+def file_order(ids: list[str]) -> list[str]:
+    """The suite's own order of node ids in running order: running_order
+    undone.  pytest keeps the cases of a test function together, so each
+    function's cases follow its first one."""
+    cases: dict[str, list[str]] = {}
+    for test in ids:
+        cases.setdefault(test.split("[", 1)[0], []).append(test)
+    return [test for group in cases.values() for test in group]
+
+
 def run_items(items: list, notes: NoteTaker) -> int:
     """Run every test, in this order, each one's outcome in the notes
     (running, then passed or failed): whoever reads them decides when it has

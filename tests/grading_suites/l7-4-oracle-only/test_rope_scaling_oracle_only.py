@@ -227,3 +227,10 @@ def test_bad_values(block, head_dim, kwargs):
     with pytest.raises(ValueError):
         rope_parameters(block, head_dim, **kwargs)
 
+
+
+def test_the_smallest_rotary_dims():
+    agrees({"rope_theta": 1e4}, 2)                                                      # r = 2, one pair
+    agrees({"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0}, 4, 9000, 4096)   # dynamic's least r
+    agrees({"rope_type": "yarn", "rope_theta": 1e4, "factor": 4.0, "original_max_position_embeddings": 4096,
+            "truncate": False}, 32)                                                     # a ramp not rounded
