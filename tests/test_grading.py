@@ -748,14 +748,14 @@ def test_a_warm_recheck_grades_as_a_cold_check_over_a_sequence_of_edits(tmp_path
     assert grade_both().carried_over == 0
 
 
-@pytest.mark.slow
-@pytest.mark.needs_confinement
 def generated(result) -> dict[str, str]:
     """The generated mutants a check caught, and by which test: what a re-check may keep
     (the pitfalls run again in full every time, for the report's "by")."""
     return {key: test for key, test in result.killed_by.items() if not key.startswith("pitfall:")}
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_a_warm_recheck_of_a_one_file_suite_keeps_the_kills_of_unchanged_tests(tmp_path):
     """Students write one test file: adding or editing one test re-grades
     only what it can change, and the grade is still the cold check's."""
