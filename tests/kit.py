@@ -15,6 +15,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def sampled_home(home: Path, every: int = 20, module: str = "L7.3") -> Path:
+    """A home folder whose mutant cache holds every `every`th of `module`'s
+    generated mutants: `ol grade` (or a Gradescope bundle) started with it
+    grades against that sample and every pitfall.  The kit's end-to-end
+    gradings test what happens to a submission, not each mutant; the
+    calibration suites and ol verify are graded against every mutant."""
+    import json
+
+    from ol.grading.mutants import cache_path
+    from ol.grading.session import GradingSession
+
+    source = GradingSession(ROOT, module).reference.source   # the whole set, cached in this user's home
+    whole = json.loads(cache_path(source).read_text())
+    sample = cache_path(source, home / ".cache" / "tinyllm-ol")
+    sample.parent.mkdir(parents=True, exist_ok=True)
+    sample.write_text(json.dumps(whole[::every]))
+    return home
+
+
 def copy_checkout(dest: Path) -> Path:
     """Copy what a fresh clone holds into dest: every file git tracks, plus
     kit files not yet committed, but none of a student's own work (files

@@ -52,7 +52,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import ROOT, explain, processes_with, run_ol, snapshot
+from kit import ROOT, explain, processes_with, run_ol, sampled_home, snapshot
 from ol.catalog import load_catalog
 from ol.class_grading import copies
 from ol.class_grading.archives import MAX_MEMBERS
@@ -66,10 +66,20 @@ CALIBRATION = ROOT / "tests/calibration"
 SUITES = ROOT / "tests/grading_suites"
 TESTS = "python/tests/l7-3-rope"
 ROPE = "python/tinyllm/modern/rope.py"
-TIME_LIMIT = "20"   # seconds: the hanging suite costs twice this; a loaded machine needs the margin
+TIME_LIMIT = "8"   # seconds of processor time: every run that meets the hanging test before a correct run
+                   # has shown it hangs pays this (a dozen of them); load stretches only the clock (3x this)
 MODULE = load_catalog(ROOT).get("L7.3")
 DEADLINE = "2026-03-01T23:59:00+00:00"
-UTC = dict(os.environ, TZ="UTC")
+# The class is graded against every 5th generated mutant and every pitfall (kit.sampled_home): these
+# tests follow submissions through ol grade, not each mutant; the calibration suites meet every one.
+CLASS_SAMPLE = 5
+
+
+def class_env(home: Path) -> dict[str, str]:
+    """The environment every grading of the class runs in: UTC, and a home whose mutant cache is the sample."""
+    env = dict(os.environ, TZ="UTC", HOME=str(home))
+    env.pop("XDG_CACHE_HOME", None)
+    return env
 
 
 def suite_files(folder: Path, prefix: str = TESTS) -> dict[str, bytes]:
@@ -291,6 +301,11 @@ def test_the_copy_finder_sees_copies_but_not_honest_suites():
 
 
 @pytest.fixture(scope="module")
+def class_home(tmp_path_factory) -> Path:
+    return sampled_home(tmp_path_factory.mktemp("home"), every=CLASS_SAMPLE)
+
+
+@pytest.fixture(scope="module")
 def synthetic_class(tmp_path_factory) -> Path:
     """Every case an instructor meets; EXPECTED says what each must grade to."""
     folder = tmp_path_factory.mktemp("class") / "submissions"
@@ -351,7 +366,7 @@ EXPECTED = {   # student (or entry): (status, what the reason says; "" when it s
     "eve": ("not passed", "score 0."), "hal": ("not passed", "score 0."), "max": ("passed", ""),
     "lee": ("passed", ""),
     "fay": ("not graded", "your submission could not be read: fay.zip holds a path that leaves it (../../outside.py)"),
-    "gus": ("not graded", "your tests time out on a correct implementation (20 s): "
+    "gus": ("not graded", f"your tests time out on a correct implementation ({TIME_LIMIT} s): "
                           f"{TESTS}/test_hangs.py::test_forever"),
     "ivy": ("not passed", "course tests fail on your code: 11 of 53 fail; first, test_hand_example: Your result "
                           "equals what you get by negating sin"),     # and its tests graded all the same
@@ -396,13 +411,13 @@ COMMAND = ["grade", "L7.3", "submissions", "--out", "graded", "--jobs", "1", "--
 
 
 @pytest.fixture(scope="module")
-def graded(synthetic_class, tmp_path_factory):
+def graded(synthetic_class, class_home, tmp_path_factory):
     """The class graded with --jobs 1 (every option of the gradebook on), with the
     instructor's checkout unchanged."""
     before = snapshot(ROOT, skip=(".git", ".ol", ".pytest_cache", ".hypothesis", "build"))
     work = synthetic_class.parent
     (work / "manifest.csv").write_text(MANIFEST)
-    r = run_ol(ROOT, *COMMAND, cwd=work, env=UTC, timeout=2400)
+    r = run_ol(ROOT, *COMMAND, cwd=work, env=class_env(class_home), timeout=2400)
     assert r.returncode == 0, explain(r)
     assert snapshot(ROOT, skip=(".git", ".ol", ".pytest_cache", ".hypothesis", "build")) == before
     return work / "graded", r
@@ -498,14 +513,14 @@ def test_submitted_late_ids_and_the_export(graded):
 
 @pytest.mark.slow
 @pytest.mark.needs_confinement
-def test_only_grades_the_named_again_and_keeps_the_rest(graded, synthetic_class):
+def test_only_grades_the_named_again_and_keeps_the_rest(graded, synthetic_class, class_home):
     out, _ = graded
     work = synthetic_class.parent
     before = {p.name: p.stat().st_mtime_ns for p in out.glob("*.json")}
     table = rows(out)
     r = run_ol(ROOT, "grade", "L7.3", "submissions", "--out", "graded", "--time-limit", TIME_LIMIT, "--manifest",
                "manifest.csv", "--deadline", DEADLINE, *LATE_POLICY, "--only", "fay.zip", "jo", "--export", "moodle",
-               cwd=work, env=UTC, timeout=600)
+               cwd=work, env=class_env(class_home), timeout=600)
     assert r.returncode == 0, explain(r)
     after = {p.name: p.stat().st_mtime_ns for p in out.glob("*.json")}
     assert {name for name in after if after[name] != before[name]} == {"fay.json", "jo.json"}
@@ -514,9 +529,9 @@ def test_only_grades_the_named_again_and_keeps_the_rest(graded, synthetic_class)
         moodle = list(csv.reader(f))
     assert moodle[0] == ["First name", "Last name", "ID number", "Email address", f"L7.3 {MODULE.title}"]
     assert ["Ada", "L.", "1001", "", "100.00"] in moodle
-    r = run_ol(ROOT, "grade", "L7.3", "submissions", "--out", "graded", "--only", "nobody", cwd=work, env=UTC)
+    r = run_ol(ROOT, "grade", "L7.3", "submissions", "--out", "graded", "--only", "nobody", cwd=work, env=class_env(class_home))
     assert r.returncode == 2 and "--only: no submission named nobody" in r.stderr and "ada" in r.stderr, explain(r)
-    r = run_ol(ROOT, "grade", "L7.3", "submissions", "--out", "graded", "--export", "plain", cwd=work, env=UTC)
+    r = run_ol(ROOT, "grade", "L7.3", "submissions", "--out", "graded", "--export", "plain", cwd=work, env=class_env(class_home))
     assert r.returncode == 2 and "--export plain needs --manifest" in r.stderr, explain(r)
 
 
@@ -652,12 +667,12 @@ def test_the_readme_sample_is_this_run(graded):
 
 @pytest.mark.slow
 @pytest.mark.needs_confinement
-def test_grading_twice_or_side_by_side_gives_the_same_rows(graded, synthetic_class, tmp_path):
+def test_grading_twice_or_side_by_side_gives_the_same_rows(graded, synthetic_class, class_home, tmp_path):
     """A second run keeps every row; --jobs 2 on part of the class (five
     gradings, two at a time, bob/ and bob.zip among them) gives its rows."""
     out, _ = graded
     work = synthetic_class.parent
-    again = run_ol(ROOT, *COMMAND, cwd=work, env=UTC, timeout=600)
+    again = run_ol(ROOT, *COMMAND, cwd=work, env=class_env(class_home), timeout=600)
     assert again.returncode == 0 and "24 submission(s) unchanged" in again.stderr, explain(again)
     part = tmp_path / "part"
     part.mkdir()
@@ -666,7 +681,7 @@ def test_grading_twice_or_side_by_side_gives_the_same_rows(graded, synthetic_cla
         (shutil.copytree if source.is_dir() else shutil.copy2)(source, part / name)
     r = run_ol(ROOT, "grade", "L7.3", str(part), "--out", str(tmp_path / "parallel"), "--jobs", "2", "--time-limit",
                TIME_LIMIT, "--manifest", str(work / "manifest.csv"), "--deadline", DEADLINE, *LATE_POLICY, cwd=work,
-               env=UTC, timeout=2400)
+               env=class_env(class_home), timeout=2400)
     assert r.returncode == 0, explain(r)
     parallel = without_seconds(rows(tmp_path / "parallel"))
     assert parallel == {student: row for student, row in without_seconds(rows(out)).items() if student in parallel}
@@ -689,12 +704,13 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def ray_head(tmp_path):
-    """A Ray head on 127.0.0.1 only, stopped afterwards with everything it started."""
+def ray_head(tmp_path, class_home):
+    """A Ray head on 127.0.0.1 only (its workers grade with the class's sample of mutants),
+    stopped afterwards with everything it started."""
     port = free_port()
     temp = Path(f"/tmp/olray-{os.getpid()}")
-    env = dict(os.environ, RAY_AUTH_MODE="disabled", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
-               RAY_USAGE_STATS_ENABLED="0", RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="0", TZ="UTC")
+    env = dict(class_env(class_home), RAY_AUTH_MODE="disabled", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
+               RAY_USAGE_STATS_ENABLED="0", RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="0")
     # `ray` is ray.scripts.scripts: run as a module, it is found from a venv as well
     head = subprocess.Popen([sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block",
                              "--node-ip-address=127.0.0.1",
@@ -840,6 +856,10 @@ def gradescope_root(tmp_path_factory):
                                capture_output=True, text=True, timeout=1800)
         assert setup.returncode == 0, setup.stdout[-3000:] + setup.stderr[-3000:]
         shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
+        caches = sorted((home / ".cache" / "tinyllm-ol").glob("mutants-*.json"))
+        assert caches, "setup.sh built no mutant set"
+        for path in caches:     # the class's sample, so that its points are ol grade's
+            path.write_text(json.dumps(json.loads(path.read_text())[::CLASS_SAMPLE]))
         yield root, log.read_text(), home
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -942,7 +962,6 @@ def test_gradescope_where_namespaces_are_refused(gradescope_root, tmp_path):
 
     root, _, home = gradescope_root
     caches = sorted((home / ".cache" / "tinyllm-ol").glob("mutants-*.json"))
-    assert caches, "setup.sh built no mutant set"
     saved = {path: path.read_bytes() for path in caches}
     before_keys = trust.vote_keys()
 
@@ -958,7 +977,7 @@ def test_gradescope_where_namespaces_are_refused(gradescope_root, tmp_path):
 
     try:
         for path in caches:
-            path.write_text(json.dumps(json.loads(saved[path])[::20]))
+            path.write_text(json.dumps(json.loads(saved[path])[::4]))   # every 20th, of every 5th
         honest = graded({"rope.py": REFERENCE_ROPE.read_bytes(),
                          **{p.name: p.read_bytes() for p in MODEL_ANSWER.glob("*.py")}})
         assert honest["score"] == 100.0 and honest["output"].startswith("PASSED"), honest["output"][:2000]
@@ -989,7 +1008,7 @@ def test_gradescope_keeps_no_memo_in_access_times(gradescope_root, tmp_path):
     saved = {path: path.read_bytes() for path in caches}
     try:
         for path in caches:
-            path.write_text(json.dumps(json.loads(saved[path])[::20]))
+            path.write_text(json.dumps(json.loads(saved[path])[::4]))   # every 20th, of every 5th
         suite = channel_suite("L7.3", ["memo"], tmp_path, writers=False)
         data = play(root, home, {ROPE: REFERENCE_ROPE.read_bytes(), **suite_files(suite)}, under=trust.DOCKER_DEFAULT)
     finally:

@@ -141,7 +141,10 @@ def test_an_endless_test_does_not_hang_the_check(tmp_path):
             while True:
                 pass
     """)
-    result = grade(suite, time_limit=3)
+    # every run before the first correct one ends meets test_forever: a sample of mutants keeps that short
+    session = GradingSession(ROOT, "L7.3")
+    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::10])
+    result = grade(suite, session=session, time_limit=3)
     assert result.reason is None and result.score is not None, (result.reason, result.problems)
     assert [(e["test"].rsplit("::", 1)[1], e["status"]) for e in result.rejected] == [("test_forever", "timeout")]
     assert result.tests == 2 and result.graded_tests == 1

@@ -35,7 +35,7 @@ attribute, assign = getattr, setattr          # by other names: nothing here is 
 
 TARGET = ["tinyllm.modern.rope"]   # the module under test: test_channel.py sets it
 BITS = 10
-STEP = 0.25            # seconds a probe sleeps more for a 1 (a marker sleeps half that more)
+STEP = 0.15            # seconds a probe sleeps more for a 1 (a marker sleeps half that more): the audit's
 _state = {}
 
 
