@@ -107,7 +107,7 @@ def test_the_golden_run_is_small_and_past_the_window():
 
 
 @pytest.mark.slow
-def test_milestone_passes_with_a_correct_window_and_fails_with_w01_planted(tmp_path):
+def test_milestone_passes_with_a_correct_window_fails_with_w01_planted_and_names_a_stub(tmp_path):
     checkout = copy_checkout(tmp_path / "checkout")
     student = checkout / "python/tinyllm/modern/sliding_window.py"
     shutil.copy2(ROOT / "course/reference/python/tinyllm/modern/sliding_window.py", student)
@@ -121,6 +121,12 @@ def test_milestone_passes_with_a_correct_window_and_fails_with_w01_planted(tmp_p
     assert len(rows) == 13, explain(r)
     assert all(row[4] == "ok" for row in rows if int(row[0]) < 512), "w01 leaves the logits before 512 right"
     assert any(row[4] == "DIFFERS" for row in rows if int(row[0]) >= 512), explain(r)
+
+    # L7.10 started only to look at it: its stub stops the run, which says how to get the reference back
+    assert run_ol(checkout, "start", "L7.10", "--ref-deps", cwd=checkout).returncode == 0
+    r = run_ol(checkout, "milestone", "MS-L7G", "--ref-unstarted", cwd=tmp_path, timeout=3000)
+    assert r.returncode == 1 and "NotImplementedError" in r.stdout, explain(r)
+    assert "./ol reset L7.10 --remove" in r.stdout, explain(r)
 
 
 def test_the_set_up_installs_the_chunk_packages_and_the_readme_names_the_terms():

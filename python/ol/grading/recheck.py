@@ -107,7 +107,8 @@ class VerdictCache:
             pass
 
 
-def code_digest(student_source: str, overrides: dict, ref_deps: bool) -> str:
-    """A hash of the code the course tests run on: the student's file, and the
-    student's files of the modules it needs unless they come from the reference."""
+def code_digest(student_source: str, overrides: dict, ref_deps: bool | str) -> str:
+    """A hash of the code the course tests run on: the student's file, the
+    student's files of the modules it needs that the reference does not serve,
+    and where the needs come from (ref_deps: a policy of ol.deps, or a bool)."""
     return hashlib.sha256(json.dumps([student_source, overrides, ref_deps], sort_keys=True).encode()).hexdigest()

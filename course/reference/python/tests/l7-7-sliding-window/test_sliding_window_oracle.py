@@ -18,31 +18,33 @@ from tinyllm.modern.rope import RopeSpec
 from tinyllm.modern.sliding_window import layer_settings, sliding_attention, window_mask
 
 LADDER = np.array([1.0, 0.1], np.float32)  # D = 4: two pairs
-ATOL = 2e-6  # float64 inputs; only RoPE's tables are float32
+ATOL = 1e-9  # float64 inputs and the spec's own tables on both sides
 
 
 # ---- the oracle: chapter sections 3 to 7, in float64 ------------------------------------------------
 
 
-def rotate(x, positions, inv_freq, scaling=1.0, layout="half"):
-    """RoPE on x [..., S, D]: pair i times e^(i p theta_i), the angle a float32 product."""
-    r = 2 * len(inv_freq)
-    angle = (np.asarray(positions, np.float32)[:, None] * np.asarray(inv_freq, np.float32)).astype(np.float64)
-    a = np.arange(r // 2) if layout == "half" else np.arange(0, r, 2)
-    b = a + r // 2 if layout == "half" else a + 1
-    turned = (x[..., a] + 1j * x[..., b]) * np.exp(1j * angle) * scaling
+def rotate(x, positions, spec):
+    """RoPE on x [..., S, D] float64: pair i (picked by the spec's layout, among its first
+    rotary_dim entries) as a + ib, times cos + i sin from the spec's own float32 tables."""
+    cos, sin = (np.asarray(t, np.float64) for t in spec.cos_sin(np.asarray(positions)))
+    r = spec.rotary_dim
+    a = np.arange(r // 2) if spec.layout == "half" else np.arange(0, r, 2)
+    b = a + r // 2 if spec.layout == "half" else a + 1
+    turned = (x[..., a] + 1j * x[..., b]) * (cos + 1j * sin)
     out = x.copy()
     out[..., a], out[..., b] = turned.real, turned.imag
     return out
 
 
-def oracle(q, k, v, positions, window=None, past=None, scale=None, inv_freq=LADDER, scaling=1.0, layout="half"):
+def oracle(q, k, v, positions, window=None, past=None, scale=None, spec=None):
     """(out [B, S, H*D], K, V kept) in float64, one query and one key at a time."""
+    spec = RopeSpec(LADDER) if spec is None else spec
     batch, heads, seq, dim = q.shape
     kv = k.shape[1]
     first = positions[0]
-    q = rotate(q, positions, inv_freq, scaling, layout)
-    k = rotate(k, positions, inv_freq, scaling, layout)
+    q = rotate(q, positions, spec)
+    k = rotate(k, positions, spec)
     if past is not None:
         k, v = np.concatenate([past[0], k], axis=2), np.concatenate([past[1], v], axis=2)
     n_past = k.shape[2] - seq
@@ -144,8 +146,12 @@ def test_spec_fields_are_used():
     q, k, v = heads(7, seq=4)
     spec = RopeSpec(np.array([0.9], np.float32), attention_scaling=1.3, layout="interleaved")
     got = run(q, k, v, spec, np.arange(3, 7), 2)
-    want = oracle(q, k, v, np.arange(3, 7), 2, inv_freq=[0.9], scaling=1.3, layout="interleaved")
+    want = oracle(q, k, v, np.arange(3, 7), 2, spec=spec)
     assert_like_oracle(got, want, "an interleaved, scaled, partial RopeSpec")
+    big = [scale * a for scale, a in zip((2, 2, 10), heads(9, seq=6, dim=8))]   # outputs of size 40, far positions
+    spec = RopeSpec(1.0 / 10000 ** (np.arange(0, 8, 2, dtype=np.float32) / 8), attention_scaling=1.3)
+    got = run(*big, spec, np.arange(50, 56), 3)
+    assert_like_oracle(got, oracle(*big, np.arange(50, 56), 3, spec=spec), "large values, scaling 1.3")
 
 
 def test_dtypes():
