@@ -208,6 +208,33 @@ def test_one_test_failing_on_a_correct_implementation_costs_only_itself(tmp_path
     assert words in text and "Left out" in text, text
 
 
+@pytest.mark.needs_confinement
+def test_a_file_that_breaks_the_rules_or_does_not_parse_costs_only_itself(tmp_path):
+    """The model answer plus a file that imports os and one that does not
+    parse: both are named and left out, and the rest is graded as the model
+    answer alone is (issue 28: one not-allowed import in one file, or one
+    file that does not parse, no longer zeroes a suite)."""
+    suite = tmp_path / "l7-3-rope"
+    shutil.copytree(MODEL_ANSWER, suite)
+    (suite / "test_reads.py").write_text("import os\n\n\ndef test_reads():\n    assert os.getcwd()\n")
+    (suite / "test_typo.py").write_text("def test_typo(:\n    pass\n")
+    session = sampled_l73()
+    alone = grade(MODEL_ANSWER, session=session, isolated=True)
+    result = grade(suite, session=session, isolated=True)
+    assert result.reason is None and result.passed, (result.reason, result.problems)
+    assert (result.killed, result.counted, result.score) == (alone.killed, alone.counted, alone.score)
+    assert [(e["test"], e["status"]) for e in result.rejected] == [
+        ("tests/l7-3-rope/test_reads.py", "refused"), ("tests/l7-3-rope/test_typo.py", "refused")], result.rejected
+    assert "imports os" in result.rejected[0]["failure"] and "does not parse" in result.rejected[1]["failure"]
+    text = to_text(result)
+    assert "test_reads.py was not run: it breaks the rules" in text and "2 files not run" in text, text
+    only_bad = tmp_path / "only-bad"
+    only_bad.mkdir()
+    shutil.copy(suite / "test_typo.py", only_bad)
+    nothing = grade(only_bad, session=session, isolated=True)   # nothing left to grade: the suite is not graded
+    assert nothing.reason == "your tests do things graded tests may not (they were not run)", nothing.reason
+
+
 def _reference_error() -> str:
     """The reference's words for an odd rotary_dim, as a regular expression that only they match."""
     import re

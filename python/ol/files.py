@@ -40,6 +40,7 @@ def whole(path: str | Path, mode: int = 0o644) -> Iterator[Path]:
 
 
 def write_whole(path: str | Path, data: str | bytes, mode: int = 0o644) -> None:
-    """Replace `path` by `data` (text is written as UTF-8), whole or not at all."""
+    """Replace `path` by `data` (text is written as UTF-8, a lone surrogate as "?":
+    what a student's run said must never stop a write), whole or not at all."""
     with whole(path, mode) as tmp:
-        tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+        tmp.write_bytes(data.encode("utf-8", "replace") if isinstance(data, str) else data)

@@ -22,6 +22,7 @@ from ol.class_grading.outcome import NOT_GRADED, PASSED, Outcome, check_result
 from ol.class_grading.points import shown
 from ol.files import write_whole
 from ol.grading.floors import floor_line
+from ol.grading.grader import NOT_RUN, REFUSED
 
 LEVELS = ("none", "summary", "full")
 DEFAULT_LEVEL = "full"
@@ -70,6 +71,15 @@ def survivors_by_function(outcome: Outcome, limit: int | None = MAX_SURVIVORS) -
     return [(function, group if limit is None else group[:limit], len(group)) for function, group in ordered]
 
 
+def left_out_sentence(entry: dict) -> str:
+    """A test or file of the student's left out of a graded suite, and why."""
+    if entry.get("status") == REFUSED:
+        return f"`{entry['test']}` was not run: it breaks the rules of graded tests"
+    if entry.get("status") == NOT_RUN:
+        return f"`{entry['test']}` was never reached on a correct implementation (an earlier test ended the run)"
+    return f"`{entry['test']}` {entry.get('status', 'failed')} on a correct implementation"
+
+
 def markdown(outcome: Outcome, table: dict[str, float], level: str) -> str:
     """<student>.md: short enough to paste into an email."""
     lines = [f"# {outcome.module}: {outcome.student}", "", f"**{top_line(outcome, level)}**", ""]
@@ -89,6 +99,15 @@ def markdown(outcome: Outcome, table: dict[str, float], level: str) -> str:
         if level == "full" and outcome.suite_output:
             lines += ["Your tests on that correct implementation (pytest's report, its end):", "", "```",
                       *outcome.suite_output.rstrip().splitlines()[-40:], "```", ""]
+    if outcome.graded and outcome.rejected:
+        lines += ["## Left out of the grade", "",
+                  "A test counts only when it passes on every correct implementation, a file only when it keeps "
+                  "the rules of graded tests; fix one to have it count again:", ""]
+        for entry in outcome.rejected:
+            lines.append(f"- {left_out_sentence(entry)}")
+            if level == "full" and entry.get("failure"):
+                lines += ["", "  ```", *("  " + line for line in str(entry["failure"]).splitlines()[:8]), "  ```"]
+        lines.append("")
     if outcome.floors:
         lines += ["## Every public function (each needs its share of mutants caught)", ""]
         lines += [f"- {floor_line(f)}{'' if f.get('met') else ': BELOW its floor'}" for f in outcome.floors]

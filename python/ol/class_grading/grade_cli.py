@@ -309,8 +309,9 @@ def _write_results(args, ctx, module, submissions, records: dict[str, GradeRecor
                                     entry.login, entry.section, entry.email))
         try:
             write_feedback(outcome, table, args.feedback, out, source, source_path)
-        except OSError as error:
-            print(f"ol grade: could not write {student}'s feedback in {out}: {error.strerror or error}", file=ctx.err)
+        except Exception as error:   # one student's feedback never costs the class its grades.csv
+            said = error.strerror if isinstance(error, OSError) and error.strerror else f"{type(error).__name__}: {error}"
+            print(f"ol grade: could not write {student}'s feedback in {out}: {said}", file=ctx.err)
     write_csv(rows, out / "grades.csv")
     texts = {s.student: _texts(module, s) for s in submissions if not s.refused and s.student in records}
     pairs = similar_pairs(texts, starter=_starter(ctx.root, module),

@@ -385,11 +385,12 @@ def _mutation_output(outcome, line: str, level: str, survivors_by_function) -> s
     if not outcome.graded:
         return f"Not run: {outcome.reason}"
     text = f"{line[0].upper()}{line[1:]}."
-    # A graded suite with rejected tests: today a rejected test stops the grade, so this says nothing yet; once
-    # a rejected test costs only itself (issue 28, item 1), the tests left out are named here, with the rest graded.
-    left_out = [entry["test"] for entry in outcome.rejected]
-    if left_out:
-        text += f"\n\nLeft out (they fail on a correct implementation): {', '.join(left_out)}."
+    # A graded suite with tests or files left out: each costs only itself (the rest is graded); say which, and why.
+    if outcome.rejected:
+        from ol.class_grading.feedback import left_out_sentence
+
+        text += "\n\nLeft out of the grade (fix one to have it count again):\n" + "\n".join(
+            f"- {left_out_sentence(entry)}" for entry in outcome.rejected)
     below = [floor_line(f) for f in outcome.floors if not f.get("met")]
     if below:
         text += "\n\nBelow a function's floor (every public function needs its share caught): " + "; ".join(below) + "."

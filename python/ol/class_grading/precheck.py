@@ -9,9 +9,10 @@ a file that does not parse.
 
 The check is skipped only when it could earn nothing: no module file, or one
 that does not parse (every course test would fail).  Test files that do not
-parse are only noted: the check still runs the course tests, which earn
-their points, and then refuses the suite; the reason then names the file
-and line (ol.class_grading.outcome).  Files are parsed, never run.
+parse are only noted: the check leaves them out and grades the rest of the
+suite (ol.grading.check.refused_files); when none is left, the suite is not
+graded and the reason names the file and line (ol.class_grading.outcome).
+Files are parsed, never run.
 """
 
 from __future__ import annotations

@@ -42,8 +42,9 @@ from ol.grading.floors import function_floors
 from ol.grading.session import GradingFault, GradingSession
 from ol.grading.recheck import VerdictCache, code_digest
 from ol.grading.rejected import rejected_tests
-from ol.grading.grader import FAILED, NOT_RUN, Grader, SuiteProblem, Verdict
-from ol.grading.static_check import check_student_tests
+from ol.grading.grader import FAILED, NOT_RUN, REFUSED, Grader, SuiteProblem, Verdict
+from ol.grading.static_check import FILE, Violation, check_student_tests
+from ol.grading.test_folder import TestFolder
 
 DEFAULT_TIME_LIMIT = 60.0   # processor seconds: the course tests, collecting the suite, a correct run
 
@@ -258,6 +259,7 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
     if not tests.is_dir():
         return stop(f"no test folder {_shown(tests, root)}: ./ol start {module.id} creates it with a starter test", [])
     violations = check_student_tests(root, session.catalog, module, tests)   # what ol tests --mine shows too
+    refused, fatal = refused_files(violations, tests, root)
     cache = VerdictCache(verdict_cache, session, tests) if verdict_cache is not None else None
     code = code_digest(student.source, overrides, ref_deps) if course_tests else ""
     kept_course = cache.course_passed(code) if cache is not None and course_tests else None
@@ -267,7 +269,7 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
     try:
         with session.scheduler({"student": tests}, course=course_tests and kept_course is None, workers=workers,
                                confinement=result.confinement, sharing=sharing,
-                               limits=limits) as scheduler:
+                               limits=limits, left_out=frozenset(refused)) as scheduler:
             result.memory_bound = scheduler.memory_bound()
             grader = Grader(session, scheduler, time_limit=time_limit, on_event=on_event)
             stage("the sandboxes' start (the warm processes' imports)")
@@ -296,9 +298,10 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
             def suite() -> CheckResult | None:
                 """The student's suite against every variant: the reason to stop, or None."""
                 nonlocal verdicts, by, carried_over
-                if violations:
+                if fatal:
                     return stop("your tests do things graded tests may not (they were not run)",
                                 [str(v) for v in violations])
+                result.rejected = [refusal_entry(session.suite_path(tests), file, said) for file, said in refused.items()]
                 try:
                     variants = session.pitfall_variants() + session.mutant_variants()
                     keys = [v.key for v in variants if not v.key.startswith("pitfall:")]   # pitfalls always run
@@ -313,7 +316,7 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
                     if grader.left_out:
                         found = rejected_tests(grader, session, grader.left_out)
                         stage("the left-out tests' pytest report")
-                        result.rejected = found.entries
+                        result.rejected += found.entries
                         own = [e for e in found.entries if e["status"] != NOT_RUN]   # not collateral of a crash
                         if grading.rejected == "not graded":
                             return stop("your tests fail on a correct implementation", found.lines, found.output)
@@ -330,9 +333,9 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
                 except SuiteProblem as problem:
                     if grader.left_out:   # every test left out: say why, each
                         found = rejected_tests(grader, session, grader.left_out)
-                        result.rejected = found.entries
+                        result.rejected += found.entries
                         return stop(problem.reason, found.lines, found.output)
-                    return stop(problem.reason, problem.lines, problem.output)
+                    return stop(problem.reason, problem.lines + [str(v) for v in violations], problem.output)
                 except SuiteBroke as broke:
                     return stop("your tests broke the grader's connection", [str(broke), (
                         "graded tests may not write into descriptors they did not open; the suite is not graded")])
@@ -365,14 +368,38 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
     result.counted = len(pitfalls) + len(mutants)
     result.killed = sum(o.killed for o in result.pitfalls) + sum(bool(v and v.killed) for _, v in mutants)
     result.score = result.killed / result.counted if result.counted else 1.0
-    if isinstance(grading.rejected, float):   # the catalog's penalty per test left out
-        result.score = max(0.0, result.score - grading.rejected * len(result.rejected))
+    if isinstance(grading.rejected, float):   # the catalog's penalty per test (or file) left out by its own fault
+        own = [e for e in result.rejected if e["status"] != NOT_RUN]
+        result.score = max(0.0, result.score - grading.rejected * len(own))
     floors = function_floors(grading.floors, [m.to_json() for m in result.mutants], session.contract)
     result.floors = [f.as_dict() for f in floors]
     result.passed = (result.score >= grading.threshold and all(o.killed for o in result.pitfalls)
                      and all(f.met for f in floors) and result.course_failure is None)
     result.seconds = time.monotonic() - started
     return result
+
+
+def refused_files(violations: list[Violation], tests: Path, root: Path) -> tuple[dict[str, list[Violation]], list]:
+    """The static check's verdict: ({file relative to the test folder: its
+    violations} for each file left out, [the violations that stop the suite]).
+    Every violation stops the suite when no test file would be left to grade."""
+    refused: dict[str, list[Violation]] = {}
+    fatal = [v for v in violations if v.scope != FILE]
+    for violation in violations:
+        if violation.scope == FILE:
+            path = Path(violation.path) if Path(violation.path).is_absolute() else root / violation.path
+            refused.setdefault(path.resolve().relative_to(tests.resolve()).as_posix(), []).append(violation)
+    remaining = [p for p in TestFolder(tests).test_files()
+                 if TestFolder(tests).relative(p) not in refused]
+    if refused and not remaining:
+        return {}, list(violations)
+    return refused, fatal
+
+
+def refusal_entry(suite_path: str, file: str, violations: list[Violation]) -> dict:
+    """A file left out, as an entry of CheckResult.rejected (REFUSED: it was never run)."""
+    return {"test": f"{suite_path}/{file}", "status": REFUSED, "implementations": [],
+            "failure": "\n".join(f"line {v.line}: {v.message}" for v in violations)}
 
 
 class _Stages:

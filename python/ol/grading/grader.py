@@ -54,6 +54,7 @@ from ol.grading.variants import Variant, describe
 PASSED, FAILED, TIMEOUT, CRASHED = "passed", "failed", "timeout", "crashed"
 UNKNOWN = "unknown"      # stopped at a test that turned out not graded: to run again
 NOT_RUN = "not run"      # a test a correct run never reached
+REFUSED = "refused"      # a file the static check left out: never run (ol.grading.check.refused_files)
 STOP_FAILED, STOP_DONE = "a graded test failed", "no graded test is left"   # why the observer stops a run
 OUT_OF_PROCESSOR_TIME = (128 + signal.SIGXCPU,)   # the kernel's RLIMIT_CPU signal
 MAX_REPORTED_FAILURES = 50

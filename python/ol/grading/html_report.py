@@ -31,7 +31,8 @@ from ol.errors import OlError
 from ol.files import write_whole
 from ol.grading.check import CheckResult, MutantLine
 from ol.grading.floors import floor_line
-from ol.grading.report import COURSE_OUTPUT_HEADING, course_failure_lines, floored, implementation_name, output_heading, to_json, to_pass
+from ol.grading.report import (COURSE_OUTPUT_HEADING, course_failure_lines, floored, implementation_name, left_out_line,
+                               output_heading, to_json, to_pass)
 
 GENERATOR = "ol check --html"          # the <meta name="generator"> of every page written here
 REPORTS_DIR = ".ol/reports"             # the default folder, inside ol's own (gitignored) .ol/
@@ -119,10 +120,21 @@ def _summary(result: CheckResult) -> str:
      (to pass: {_e(to_pass(result))})</p>
   <p>= {pitfalls_caught}/{len(result.pitfalls)} pitfalls + {result.killed - pitfalls_caught}/{generated}
      generated mutants; pitfalls count in the score like any mutant.</p>
-  {_course_failure(result)}<p class="muted">Not counted: {excluded.get('message_only', 0)} mutants that change only an error message,
+  {_course_failure(result)}{_graded_left_out(result)}<p class="muted">Not counted: {excluded.get('message_only', 0)} mutants that change only an error message,
      {excluded.get('equivalent', 0)} reviewed equivalent mutants. ({result.seconds:.1f} s,
      {_e(result.confinement or 'confined')})</p>
 </header>"""
+
+
+def _graded_left_out(result: CheckResult) -> str:
+    """How many tests were graded, and each test or file left out with why (nothing when none was)."""
+    if not result.rejected:
+        return ""
+    items = "".join(f"<li>{_e(left_out_line(entry, result))}"
+                    + (f'<pre class="failure">{_e(entry["failure"].rstrip())}</pre>' if entry["failure"] else "")
+                    + "</li>" for entry in result.rejected)
+    return (f'<p id="left-out">Graded: {result.graded_tests} of your {result.tests} tests. Left out (fix one to '
+            f"have it count again):</p><ul>{items}</ul>\n  ")
 
 
 def _course_failure(result: CheckResult) -> str:

@@ -309,20 +309,29 @@ def parse_note_line(raw: bytes) -> dict | None:
 
 
 def _checked(kind: str, value):
-    """value if it is of this kind (texts cut to MAX_TEXT), else None."""
+    """value if it is of this kind (texts cut to MAX_TEXT and made writable), else None."""
     if kind == TEXT:
-        return value[-MAX_TEXT:] if isinstance(value, str) else None
+        return writable(value[-MAX_TEXT:]) if isinstance(value, str) else None
     if kind == NUMBER:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         return float(value) if ok else None
     if kind == TEXTS:
         ok = isinstance(value, list) and len(value) <= MAX_LIST and all(isinstance(v, str) for v in value)
-        return [v[:MAX_TEXT] for v in value] if ok else None
+        return [writable(v[:MAX_TEXT]) for v in value] if ok else None
     if kind == TEXT_MAP:
         ok = (isinstance(value, dict) and len(value) <= MAX_LIST
               and all(isinstance(v, str) for v in value.values()))
-        return {k[:MAX_TEXT]: v[:64] for k, v in value.items()} if ok else None
+        return {writable(k[:MAX_TEXT]): writable(v[:64]) for k, v in value.items()} if ok else None
     return None
+
+
+def writable(text: str) -> str:
+    """text with each lone surrogate (JSON's \\udXXX escapes carry them; no UTF-8 file, terminal
+    or CSV can hold one) as U+FFFD: every writer of what a run said can then write it."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # ---- frames (observer <-> collector) ---------------------------------------------------------

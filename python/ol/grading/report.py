@@ -12,6 +12,7 @@ import math
 import textwrap
 
 from ol.grading.check import CheckResult
+from ol.grading.grader import NOT_RUN, REFUSED
 from ol.grading.floors import floor_line
 
 DEFAULT_MAX_SURVIVORS = 3   # diffs shown per function; --all shows every one
@@ -158,15 +159,25 @@ def _rejected(result: CheckResult) -> list[str]:
 
 def _left_out(result: CheckResult) -> list[str]:
     """The tests left out of a grade that went on: how many were graded, and each one left out with why."""
-    lines = [f"Graded: {result.graded_tests} of your {result.tests} tests.  Left out (a test counts only "
-             f"when it passes on every correct implementation; fix it to have it count again):"]
+    files = sum(entry["status"] == REFUSED for entry in result.rejected)
+    lines = [f"Graded: {result.graded_tests} of your {result.tests} tests"
+             + (f", and {files} {'file' if files == 1 else 'files'} not run" if files else "")
+             + ".  Left out (a test counts only when it passes on every correct implementation, a file only "
+               "when it keeps the rules of graded tests; fix it to have it count again):"]
     for entry in result.rejected:
-        where = " and ".join(implementation_name(key, result) for key in entry["implementations"])
-        why = "was never reached on" if entry["status"] == "not run" else f"{entry['status']} on"
-        lines.append(f"  {entry['test']} {why} {where}")
+        lines.append(f"  {left_out_line(entry, result)}")
         if entry["failure"]:
             lines.append(_indent(entry["failure"].rstrip(), 6))
     return lines
+
+
+def left_out_line(entry: dict, result: CheckResult) -> str:
+    """One entry of CheckResult.rejected in a sentence: what was left out, and where it failed."""
+    if entry["status"] == REFUSED:
+        return f"{entry['test']} was not run: it breaks the rules of graded tests"
+    where = " and ".join(implementation_name(key, result) for key in entry["implementations"])
+    why = "was never reached on" if entry["status"] == NOT_RUN else f"{entry['status']} on"
+    return f"{entry['test']} {why} {where}"
 
 
 def implementation_name(key: str, result: CheckResult) -> str:

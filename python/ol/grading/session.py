@@ -144,15 +144,17 @@ class GradingSession:
         return (str(folder.relative_to(self.root)) if folder.is_relative_to(self.root)
                 else f"tests/{folder.name}")
 
-    def tests_setup(self, suites: dict[str, Path]) -> Setup:
+    def tests_setup(self, suites: dict[str, Path], left_out: frozenset[str] = frozenset()) -> Setup:
         """The student's suites' sandbox: the given suites (name -> folder) as
-        files, the reference library, the proxy's contract.  Nothing of the
-        course's implementations or tests: a suite must bring its own oracle."""
+        files but those `left_out` (relative to their folder), the reference
+        library, the proxy's contract.  Nothing of the course's
+        implementations or tests: a suite must bring its own oracle."""
         files: dict[str, bytes] = {"pytest.ini": b"[pytest]\n"}
         suite_paths = {}
         for name, folder in suites.items():
             where = self.suite_path(folder)
-            files.update(read_folder(Path(folder), where))
+            files.update({path: data for path, data in read_folder(Path(folder), where).items()
+                          if path.removeprefix(where + "/") not in left_out})
             suite_paths[name] = where
         return Setup("tests", self._tests_header(suite_paths), files)
 
@@ -187,11 +189,13 @@ class GradingSession:
         return Setup("impl", header, {})
 
     def scheduler(self, suites: dict[str, Path], *, course: bool = True, workers: int = 2, confinement: str | None = None,
-               sharing: str = "isolated", limits: confine.Limits | None = None) -> Scheduler:
+               sharing: str = "isolated", limits: confine.Limits | None = None,
+               left_out: frozenset[str] = frozenset()) -> Scheduler:
         """A Scheduler for these suites of the student's (none: course tests
-        only), and the course tests unless course=False (not started: use it
-        in a `with`)."""
-        return Scheduler(self.tests_setup(suites) if suites else None, self.impl_setup(),
+        only; `left_out`: files, relative to their suite's folder, that the
+        sandbox does not get), and the course tests unless course=False (not
+        started: use it in a `with`)."""
+        return Scheduler(self.tests_setup(suites, left_out) if suites else None, self.impl_setup(),
                       confinement=confinement or default_confinement(), hidden=self.root, workers=workers, sharing=sharing,
                       course=self.course_setup() if course else None, limits=limits)
 

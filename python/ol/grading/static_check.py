@@ -6,8 +6,10 @@ contract), and may not read files, code objects, the environment or the
 interpreter's internals.  The folder holds Python source only: no compiled
 file, no link, no file named like a module it would hide (numpy.py), and no
 copy of the course's own implementations ("your oracle must be your own").
-Every violation is reported with file:line; a folder with any violation is
-not graded.
+Every violation is reported with file:line.  A file that does not parse or
+breaks the rules is left out of the grade and the rest is graded (Violation's
+scope FILE); what makes the whole folder suspect (a link, a compiled file, a
+file hiding a module, a copy of a course implementation) stops it (FOLDER).
 
 This is the friendly first fence, with clear messages; it is not the
 boundary.  A reader of source cannot see `g = getattr` used on a computed
@@ -52,18 +54,30 @@ FORBIDDEN_ATTRIBUTES = {
 }
 DYNAMIC_ATTRIBUTE_CALLS = ("getattr", "setattr", "delattr", "hasattr")
 COMPILED_SUFFIXES = (".so", ".pyd", ".pyc", ".pyo", ".dylib", ".dll", ".o", ".a")
+# Syntax trees deeper than this are refused: compile() recurses once per level and stops near 1000
+# (pytest's assert rewrite sooner); test code a person writes stays below 50.
+MAX_DEPTH = 400
+NESTED_TOO_DEEPLY = ("is nested too deeply to read (an expression or block thousands of levels deep): "
+                     "split it into smaller pieces")
 # A function at least this long whose tokens match a course implementation's
 # this closely (names aside) is a copy, not an oracle of one's own.
 COPY_MIN_TOKENS, COPY_SIMILARITY = 40, 0.85
 
 
+FILE, FOLDER = "file", "folder"   # what a violation costs: its file (left out, the rest graded), or the suite
+
+
 @dataclass(frozen=True)
 class Violation:
-    """One thing the tests may not do, where it is."""
+    """One thing the tests may not do, where it is.  scope FILE: the file is
+    left out of the grade and the rest graded (it does not parse, or breaks
+    the import rules); FOLDER: the suite is not graded (links, compiled files,
+    files that hide modules, copies of a course implementation, no tests)."""
 
     path: str   # relative to the repository
     line: int
     message: str
+    scope: str = FILE
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.message}"
@@ -103,15 +117,22 @@ def check_test_folder(folder: Path, root: Path, allowed_imports: tuple[str, ...]
         except SyntaxError as error:
             violations.append(Violation(shown, error.lineno or 1, f"does not parse: {error.msg}"))
             continue
+        except (RecursionError, MemoryError):   # Python's own parser gives up on very deep nesting
+            violations.append(Violation(shown, 1, NESTED_TOO_DEEPLY))
+            continue
+        deep = _deeper_than(tree, MAX_DEPTH)
+        if deep is not None:    # compile() and pytest's assert rewrite would recurse past Python's limit
+            violations.append(Violation(shown, getattr(deep, "lineno", 1), NESTED_TOO_DEEPLY))
+            continue
         violations.extend(_copies(tree, text, shown, copied_from))
         checker = _Checker(shown, allowed_imports, contract_names, local_modules)
-        checker.visit(tree)
+        checker.check(tree)
         violations.extend(checker.violations)
         tests += _count_tests(tree) if is_test_file(path.name) else 0   # pytest collects no other file
     if tests == 0:
         shown = str(folder.relative_to(root)) if folder.is_relative_to(root) else str(folder)
         violations.append(Violation(
-            shown, 0, "no tests found: write at least one `def test_...` function in a file named test_*.py"
+            shown, 0, "no tests found: write at least one `def test_...` function in a file named test_*.py", FOLDER
         ))
     return violations
 
@@ -162,15 +183,16 @@ def _folder_violations(folder: TestFolder, allowed_imports: tuple[str, ...], sho
     violations = []
     for path in folder.paths():
         if path.is_symlink():
-            violations.append(Violation(shown_path(path), 0, "is a symbolic link: a graded folder holds plain files only"))
+            violations.append(Violation(shown_path(path), 0, "is a symbolic link: a graded folder holds plain files only",
+                                        FOLDER))
         elif path.suffix in COMPILED_SUFFIXES or (path.is_file() and path.read_bytes()[:4] == b"\x7fELF"):
             violations.append(Violation(shown_path(path), 0, (
                 "is a compiled file: graded tests are Python source only (a compiled module beside a .py file "
-                "would be imported in its place)")))
+                "would be imported in its place)"), FOLDER))
         elif (path.suffix == ".py" and path.stem in shadowable) or (path.is_dir() and path.name in shadowable):
             violations.append(Violation(shown_path(path), 0, (
                 f"is named like the module {path.stem}, which it would hide from your tests; rename it "
-                "(helpers need names of their own)")))
+                "(helpers need names of their own)"), FOLDER))
     return violations
 
 
@@ -239,9 +261,20 @@ def _copies(tree: ast.Module, text: str, shown: str, fingerprints) -> list[Viola
                     and matcher.ratio() >= COPY_SIMILARITY):
                 violations.append(Violation(shown, line, (
                     f"{name} is a copy of {original} in {origin}: your oracle must be your own (compute the "
-                    "expected values another way, as the chapter's graded-tests section shows)")))
+                    "expected values another way, as the chapter's graded-tests section shows)"), FOLDER))
                 break
     return violations
+
+
+def _deeper_than(tree: ast.AST, limit: int) -> ast.AST | None:
+    """The first node found more than `limit` levels down, or None (an explicit stack: no recursion)."""
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return node
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return None
 
 
 def _count_tests(tree: ast.Module) -> int:
@@ -254,11 +287,22 @@ def _count_tests(tree: ast.Module) -> int:
     return count
 
 
-class _Checker(ast.NodeVisitor):
+class _Checker:
+    """The rules that look at one node each.  check() walks the tree with
+    ast.walk, which keeps its own queue: no depth of nesting a student
+    writes can exhaust the observer's stack (a NodeVisitor recurses)."""
+
     def __init__(self, path, allowed, contract_names, local_modules):
         self.path, self.allowed, self.contract_names = path, allowed, contract_names
         self.local_modules = local_modules
         self.violations: list[Violation] = []
+
+    def check(self, tree: ast.AST) -> None:
+        for node in ast.walk(tree):
+            rule = getattr(self, f"visit_{type(node).__name__}", None)
+            if rule is not None:
+                rule(node)
+        self.violations.sort(key=lambda v: v.line)   # in file order, as a reader meets them
 
     def report(self, node, message):
         self.violations.append(Violation(self.path, getattr(node, "lineno", 0), message))
@@ -304,7 +348,6 @@ class _Checker(ast.NodeVisitor):
             self.report(node, f"uses {node.id}(), which {FORBIDDEN_CALLS[node.id]}; graded tests may not")
         elif node.id in FORBIDDEN_ATTRIBUTES and node.id.startswith("__"):
             self.report(node, f"uses {node.id}, which reads the program instead of testing what it does")
-        self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in FORBIDDEN_ATTRIBUTES:
@@ -312,7 +355,6 @@ class _Checker(ast.NodeVisitor):
                 f"uses .{node.attr}, which reads files, source or the interpreter's internals; "
                 "graded tests may only call the code and check what it returns or raises"
             ))
-        self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         if isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_ATTRIBUTE_CALLS and len(node.args) >= 2:
@@ -321,4 +363,3 @@ class _Checker(ast.NodeVisitor):
                 self.report(node, f"calls {node.func.id}() with a computed attribute name; name the attribute directly")
             elif name.value in FORBIDDEN_ATTRIBUTES:
                 self.report(node, f"uses {node.func.id}(..., {name.value!r}), which graded tests may not")
-        self.generic_visit(node)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import re
 from pathlib import Path, PurePosixPath
 
 from ol.grading.test_folder import TEST_CLASS_PREFIX, TEST_FUNCTION_PREFIX, TestFolder, is_test_file
@@ -65,21 +66,24 @@ class _FileUnits:
         try:
             text = data.decode("utf-8")
             tree = ast.parse(text)
-        except (UnicodeDecodeError, SyntaxError, ValueError):
-            self.module = None           # it does not parse: nothing of it carries over
+            decorated = {id(node): any("fixture" in ast.dump(d) for d in node.decorator_list)
+                         for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        except (UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
+            self.module = None           # it does not parse (or nests past what ast can dump): nothing carries over
             return
+        lines = source_lines(text)
         units: dict[str, list[ast.stmt]] = {}
         module_code: list[ast.stmt] = []
         for node in tree.body:
-            if _is_unit(node):
+            if _is_unit(node, decorated.get(id(node), False)):
                 units.setdefault(node.name, []).append(node)
             else:
                 module_code.append(node)
-        source = {name: "\n".join(_segment(text, node) for node in nodes) for name, nodes in units.items()}
+        source = {name: "\n".join(_segment(lines, node) for node in nodes) for name, nodes in units.items()}
         names = {name: _names(nodes) & set(units) for name, nodes in units.items()}
         imported = sorted(whole_files[name] for name in _imports(tree) if name in whole_files)
         module_names = _names(module_code) & set(units)
-        self.module = _sha(json.dumps([[_segment(text, node) for node in module_code], imported,
+        self.module = _sha(json.dumps([[_segment(lines, node) for node in module_code], imported,
                                        [source[name] for name in sorted(_reach(module_names, names))]]))
         for name in units:
             reached = sorted(_reach({name}, names))
@@ -89,20 +93,29 @@ class _FileUnits:
         return self.units.get(unit) if self.module is not None else None
 
 
-def _is_unit(node: ast.stmt) -> bool:
+def _is_unit(node: ast.stmt, fixture: bool) -> bool:
     """A test function or class; a fixture named test* is module code (an
     autouse one reaches every test without being named)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        fixture = any("fixture" in ast.dump(decorator) for decorator in node.decorator_list)
         return node.name.startswith(TEST_FUNCTION_PREFIX) and not fixture
     return isinstance(node, ast.ClassDef) and node.name.startswith(TEST_CLASS_PREFIX)
 
 
-def _segment(text: str, node: ast.stmt) -> str:
+def source_lines(text: str) -> list[str]:
+    """The lines of Python source as the tokenizer (and so ast's line numbers)
+    counts them: ended by \\n, \\r\\n or \\r only.  str.splitlines also breaks at
+    \\v, \\f, \\x1c-\\x1e, \\x85, U+2028 and U+2029, which Python source may hold
+    inside a line: slicing those lines by ast's numbers would digest other text."""
+    return _LINE_END.split(text)
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _segment(lines: list[str], node: ast.stmt) -> str:
     """The statement as written, from its first decorator on."""
     first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
-    lines = text.splitlines()[first - 1:node.end_lineno]
-    return "\n".join(lines)
+    return "\n".join(lines[first - 1:node.end_lineno])
 
 
 def _names(nodes: list[ast.stmt]) -> set[str]:

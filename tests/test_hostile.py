@@ -1,0 +1,121 @@
+"""One hostile submission never costs the class (issue 29): what a run says
+is untrusted text, and every writer of it (the terminal, grades.csv,
+summary.md, each student's .md and .html) takes any string.
+
+The class is graded against a sample of the mutants (kit.sampled_home): what
+is tested here is where the text goes, not the mutants.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+import shutil
+import sys
+
+import pytest
+
+from kit import ROOT, explain, run_ol, sampled_home
+from ol.files import write_whole
+from ol.grading.protocol import parse_note_line
+from ol.grading.session import GradingSession
+from ol.grading.static_check import NESTED_TOO_DEEPLY, check_test_folder
+from ol.grading.suite_code import SuiteDigests
+from test_class_grading import MODEL_ANSWER, REFERENCE_ROPE, ROPE, TESTS, suite_files, write_folder
+
+# A test that fails on every correct implementation (so it is left out and the rest graded) with a
+# message holding a lone surrogate: pytest's report of it reaches the observer as JSON, whose
+# \udcff escape Python decodes to a str that UTF-8 cannot encode.
+SAYS_A_SURROGATE = b'def test_says_a_lone_surrogate():\n    assert False, "\\udcff is what I say"\n'
+
+
+def test_a_lone_surrogate_in_a_note_reads_as_a_replacement_character(tmp_path):
+    line = parse_note_line(b'{"failed": "t.py::test_\\udcff", "collected": ["a\\udcff"]}')
+    assert line == {"failed": "t.py::test_\ufffd", "collected": ["a\ufffd"]}, line
+    write_whole(tmp_path / "said.md", "a lone \udcff surrogate")      # a writer given one anyway
+    assert (tmp_path / "said.md").read_bytes() == b"a lone ? surrogate"
+
+
+@pytest.mark.slow
+@pytest.mark.needs_confinement
+def test_a_lone_surrogate_in_a_failure_message_costs_the_class_nothing(tmp_path):
+    """Before: ol grade ended with a UnicodeEncodeError while writing the
+    .md of the student whose left-out test said a lone surrogate, with no
+    grades.csv and no summary.md, on every rerun."""
+    submissions = tmp_path / "submissions"
+    files = {ROPE: REFERENCE_ROPE.read_bytes(), **suite_files(MODEL_ANSWER)}
+    write_folder(submissions / "amy", files)
+    write_folder(submissions / "zed", {**files, f"{TESTS}/test_says.py": SAYS_A_SURROGATE})
+    env = dict(os.environ, HOME=str(sampled_home(tmp_path / "home")),
+               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    env.pop("XDG_CACHE_HOME", None)
+    r = run_ol(ROOT, "grade", "L7.3", "submissions", "--out", "graded", "--time-limit", "8", "--feedback", "full",
+               cwd=tmp_path, env=env, timeout=900)
+    assert r.returncode == 0, explain(r)
+    with open(tmp_path / "graded" / "grades.csv", newline="") as f:
+        table = {row["student"]: row for row in csv.DictReader(f)}
+    assert table["amy"]["status"] == table["zed"]["status"] == "passed", table
+    said = (tmp_path / "graded" / "zed.md").read_text(encoding="utf-8")
+    assert "test_says_a_lone_surrogate" in said and "\ufffd is what I say" in said, said[-2000:]
+    assert (tmp_path / "graded" / "zed.html").is_file() and (tmp_path / "graded" / "summary.md").is_file()
+
+
+# ---- nesting no reader of source survives --------------------------------------------------
+
+
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+def test_a_file_nested_past_what_python_compiles_is_named_not_a_fault(tmp_path, depth):
+    """1,000 levels parse but do not compile (nor survive pytest's assert
+    rewrite); 100,000 do not parse.  Before, the static check's recursive
+    NodeVisitor raised RecursionError out of the grader."""
+    (tmp_path / "test_deep.py").write_text("def test_deep():\n    x = 1" + " + 1" * depth + "\n    assert x\n")
+    (tmp_path / "test_fine.py").write_text("def test_fine():\n    assert 1\n")
+    violations = check_test_folder(tmp_path, tmp_path, ("numpy",), {})
+    assert [(v.path, v.message) for v in violations] == [("test_deep.py", NESTED_TOO_DEEPLY)], violations
+
+
+# ---- line ends as Python counts them -------------------------------------------------------
+
+# Every character str.splitlines breaks at that Python source may hold inside a line.
+NOT_LINE_ENDS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def weakened(suite: str) -> str:
+    """The suite with its asserts made to check nothing."""
+    return suite.replace(" assert ", " assert True or ").replace("np.testing.assert_allclose(", "(lambda *a, **k: 0)(")
+
+
+def test_a_tests_digest_follows_its_body_past_any_separator(tmp_path):
+    """A line of separators above the tests: str.splitlines would shift every
+    later line, and a test's digest would cover other text than its own."""
+    text = "# " + NOT_LINE_ENDS * 40 + "\n\n\ndef test_one():\n    assert 1 == 1\n\n\ndef test_two():\n    assert 2\n"
+    (tmp_path / "test_sep.py").write_text(text, encoding="utf-8")
+    before = SuiteDigests(tmp_path, "t").of("t/test_sep.py::test_one")
+    (tmp_path / "test_sep.py").write_text(text.replace("assert 1 == 1", "pass"), encoding="utf-8")
+    after = SuiteDigests(tmp_path, "t").of("t/test_sep.py::test_one")
+    assert before is not None and before != after
+
+
+@pytest.mark.slow
+@pytest.mark.needs_confinement
+def test_a_warm_check_of_a_suite_full_of_separators_is_the_cold_one(tmp_path):
+    """The model answer with every separator str.splitlines knows in a
+    comment above each test, graded, then weakened: the warm re-check gives
+    the cold grade (before, it carried the weakened tests' kills over)."""
+    from test_grading import warm_check_equal_to_cold
+
+    session = GradingSession(ROOT, "L7.3")
+    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::10])
+    folder = tmp_path / "l7-3-rope"
+    shutil.copytree(MODEL_ANSWER, folder)
+    for path in folder.glob("test_*.py"):
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace("\ndef test_", "\n# " + NOT_LINE_ENDS * 20 + "\ndef test_"), encoding="utf-8")
+    cache = tmp_path / "verdicts.json"
+    strong = warm_check_equal_to_cold(session, folder, cache)
+    assert strong.killed > 0
+    for path in folder.glob("test_*.py"):
+        path.write_text(weakened(path.read_text(encoding="utf-8")), encoding="utf-8")
+    weak = warm_check_equal_to_cold(session, folder, cache)
+    assert weak.killed < strong.killed, (weak.killed, strong.killed)
