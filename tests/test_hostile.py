@@ -119,3 +119,75 @@ def test_a_warm_check_of_a_suite_full_of_separators_is_the_cold_one(tmp_path):
         path.write_text(weakened(path.read_text(encoding="utf-8")), encoding="utf-8")
     weak = warm_check_equal_to_cold(session, folder, cache)
     assert weak.killed < strong.killed, (weak.killed, strong.killed)
+
+
+# ---- a student kit: code that tells its own copies apart ---------------------------------------
+
+# Appended to a correct rope.py: it refuses to import when any of its functions has changed (a
+# mutant) or when it is imported under another name than its own (a chaff's base, before).
+SELF_FINGERPRINT = '''
+
+def _fingerprint():
+    import hashlib
+    code = [f.__code__ for f in globals().values() if callable(f) and hasattr(f, "__code__")]
+    code += [f.__code__ for f in vars(RopeSpec).values() if hasattr(f, "__code__")]
+    consts = [tuple(k for k in c.co_consts if not hasattr(k, "co_code")) for c in code]   # no addresses
+    return hashlib.sha256(b"".join(c.co_code + repr(k).encode() for c, k in zip(code, consts))).hexdigest()
+
+
+if __name__ != "tinyllm.modern.rope" or _fingerprint() != "__DIGEST__":
+    raise ImportError("changed")
+'''
+
+
+def hostile_rope() -> str:
+    """The reference rope.py with SELF_FINGERPRINT, its digest filled in (computed on the reference's
+    own modules, as a run imports them)."""
+    from reference import reference_modules
+
+    reference_modules("tinyllm.autograd.tensor")
+    import types
+
+    source = REFERENCE_ROPE.read_text() + SELF_FINGERPRINT
+    module = sys.modules["hostile_rope_digest"] = types.ModuleType("hostile_rope_digest")   # dataclasses look it up
+    try:
+        exec(compile(source.split("\n\nif __name__ !=")[0], "rope.py", "exec"), module.__dict__)
+    finally:
+        del sys.modules["hostile_rope_digest"]
+    return source.replace("__DIGEST__", module._fingerprint())
+
+
+ONE_CALL = """from tinyllm.autograd.tensor import Tensor
+from tinyllm.modern.rope import apply_rope, rope_cos_sin
+import numpy as np
+
+
+def test_it_runs():
+    cos, sin = rope_cos_sin(np.arange(2), np.array([1.0], np.float32))
+    apply_rope(Tensor(np.ones((2, 2), np.float32)), cos, sin)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.needs_confinement
+def test_in_a_kit_code_that_refuses_its_own_copies_catches_nothing(tmp_path):
+    """Before: the one-call suite passed the local check at 0.997 on such a
+    rope.py (every mutant and chaff raised at import, so every run "failed");
+    on a plain correct rope.py it scores 0.14.  Now no variant that never
+    imported is a catch, and the chaffs import the base under its own name."""
+    from kit import copy_checkout
+    from ol.grading.check import CheckRequest, check_module
+    from ol.grading.local import LocalSession
+
+    root = copy_checkout(tmp_path / "checkout")
+    (root / ROPE).write_text(hostile_rope())
+    suite = tmp_path / "l7-3-rope"
+    suite.mkdir()
+    (suite / "test_calls.py").write_text(ONE_CALL)
+    session = LocalSession(root, "L7.3", cache_dir=tmp_path / "mutants")
+    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::8])
+    result = check_module(root, "L7.3", CheckRequest(tests=suite, course_tests=False, isolated=True), session=session)
+    assert result.reason is None, (result.reason, result.problems)
+    assert not result.passed and result.score < 0.5, (result.score, result.killed, result.counted)
+    assert result.not_imported, "the mutants that raised at import are named"
+    assert not any(p.killed for p in result.pitfalls), "a chaff's base imports under its own name: no chaff raises"

@@ -122,6 +122,12 @@ def _check_section(graded: list[Module]) -> list[str]:
         "and your code passing the course tests does not make it the reference: the grade that counts is",
         "computed on your instructor's side.",
         "",
+        "Nor can a check without an answer key stop code that tells its own changed copies apart. A copy",
+        "of your code that does not import (it raises or exits while it is imported) is counted and never",
+        "caught, and the check names it; but code that, once imported, behaves differently when it is",
+        "changed makes the local score say more than your tests do. Your instructor's grade runs your",
+        "tests against the reference's mutants, where that earns nothing.",
+        "",
     ]
 
 

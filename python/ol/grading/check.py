@@ -42,7 +42,7 @@ from ol.grading.floors import function_floors
 from ol.grading.session import GradingFault, GradingSession
 from ol.grading.recheck import VerdictCache, code_digest
 from ol.grading.rejected import rejected_tests
-from ol.grading.grader import FAILED, NOT_RUN, REFUSED, Grader, SuiteProblem, Verdict
+from ol.grading.grader import FAILED, NOT_IMPORTED, NOT_RUN, REFUSED, Grader, SuiteProblem, Verdict
 from ol.grading.static_check import FILE, Violation, check_student_tests
 from ol.grading.test_folder import TestFolder
 
@@ -123,6 +123,8 @@ class CheckResult:
     graded_tests: int = 0     # those that passed on every correct run: the ones that grade
     course_failure: dict | None = None   # the course tests failed and the suite was graded all the same:
                                          # {"reason", "problems", "output"}, what a check stopped there gives
+    not_imported: list[str] = field(default_factory=list)   # a student kit: variants of the student's code that
+                                         # did not import, counted but never caught (ol.grading.local)
 
     def to_json(self) -> dict:
         """The record of `ol check --json`: the fields in JSON_FIELDS' order, and "error": None
@@ -152,7 +154,7 @@ class CheckResult:
 JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
                "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by",
                "mutants", "carried_over", "course_tests_kept", "mutants_of", "floors", "rejected", "memory_bound",
-               "tests", "graded_tests", "course_failure")
+               "tests", "graded_tests", "course_failure", "not_imported")
 
 
 def not_run_json(module: str, error: str) -> dict:
@@ -362,6 +364,7 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
                                       by.get(f"pitfall:{p.id}", ())) for p, v in pitfalls]
     result.survivors = [Survivor(m.id, m.function, m.diff) for m, v in mutants if not (v and v.killed)]
     result.killed_by = {key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed}
+    result.not_imported = sorted(key for key, v in verdicts.items() if v.detail == NOT_IMPORTED)
     result.carried_over = carried_over
     result.mutants = [MutantLine(m.id, m.function, m.line, bool(v and v.killed), result.killed_by.get(m.id), m.diff)
                       for m, v in mutants]

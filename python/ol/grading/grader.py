@@ -55,6 +55,7 @@ PASSED, FAILED, TIMEOUT, CRASHED = "passed", "failed", "timeout", "crashed"
 UNKNOWN = "unknown"      # stopped at a test that turned out not graded: to run again
 NOT_RUN = "not run"      # a test a correct run never reached
 REFUSED = "refused"      # a file the static check left out: never run (ol.grading.check.refused_files)
+NOT_IMPORTED = "it does not import"   # a student kit's variant whose run never imported it: no catch
 STOP_FAILED, STOP_DONE = "a graded test failed", "no graded test is left"   # why the observer stops a run
 OUT_OF_PROCESSOR_TIME = (128 + signal.SIGXCPU,)   # the kernel's RLIMIT_CPU signal
 MAX_REPORTED_FAILURES = 50
@@ -177,8 +178,7 @@ class Grader:
             outcomes = self._run_stream(jobs)
             if correct:
                 self._grade_tests([(v, o) for (v, is_correct), o in zip(jobs, outcomes) if is_correct])
-            verdicts.update({v.key: self.verdict(v.key, o, self.time_limit, self.left_out)
-                             for (v, is_correct), o in zip(jobs, outcomes) if not is_correct})
+            verdicts.update({v.key: self._judged(v, o) for (v, is_correct), o in zip(jobs, outcomes) if not is_correct})
             for key, kept in list(carried.items()):
                 if kept.failed and kept.failed[0] not in self.left_out:
                     verdicts[key] = kept
@@ -194,6 +194,16 @@ class Grader:
             if key.startswith("pitfall:") and verdict.killed:
                 self.by[key] = tuple(sorted(verdict.failed, key=lambda test: place.get(test, len(place))))
         return verdicts
+
+    def _judged(self, variant: Variant, outcome: Outcome) -> Verdict:
+        """The verdict on a variant; in a student kit (session.variants_must_import), a variant of the
+        student's own code caught without ever importing is no catch: code that raises or exits when
+        changed, or when imported under another name, would otherwise catch every mutant by itself."""
+        verdict = self.verdict(variant.key, outcome, self.time_limit, self.left_out)
+        imported = any("imported" in line for line in outcome.impl_notes)
+        if verdict.killed and self.session.variants_must_import and not variant.is_trusted and not imported:
+            return Verdict(variant.key, PASSED, (), outcome.seconds, NOT_IMPORTED)
+        return verdict
 
     def _run_stream(self, jobs: list[tuple[Variant, bool]]) -> list[Outcome]:
         """One run per job.  A mutant's run is stopped at its first failure of

@@ -26,7 +26,15 @@ the reference's, so it measures how well the tests pin down what that code
 does.  It is feedback: the instructor's grade (ol grade, Gradescope) runs the
 same tests against the reference's mutants, the alternates and the reviewed
 equivalent list, and can differ.  A test that only the student's own code
-passes is not caught here (no second implementation).
+passes is not caught here (no second implementation).  Code under test that
+tells its own copies apart (a mutant or chaff that raises or exits while it
+is imported) catches nothing: a variant whose run never imported it is
+counted and not caught (CheckResult.not_imported), and a chaff imports the
+student's module under the module's own name.  What no check without an
+answer key can stop is code that, once imported, behaves differently when
+changed (by hashing itself at each call, say): the local check then says
+more than the tests do, and the instructor's grade, against the
+reference's mutants, says what they are worth.
 """
 
 from __future__ import annotations
@@ -57,6 +65,7 @@ class LocalSession(GradingSession):
     """A grading session whose correct implementation is the student's own file."""
 
     suite_needs_passing_code = True     # mutants of code that fails the course tests grade nothing
+    variants_must_import = True         # a mutant or chaff of the student's code that never imports is no catch
 
     def __init__(self, root: Path, module_id: str, *, cache_dir: Path | None = None):
         self.root = Path(root).resolve()

@@ -183,6 +183,7 @@ NOTE_FIELDS = {
     "failures": TEXT_MAP,    # pytest's own run: test id -> its first failure, as the short summary says it
     "output": TEXT,          # pytest's own terminal report
     "internal": TEXT,        # an exception of the grader's own code in the run
+    "imported": NUMBER,      # an implementation run: the code under test imported (when, time.monotonic)
 }
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 

@@ -48,6 +48,10 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
                  "generated mutants (pitfalls count in the score like any mutant)")
     if result.rejected:
         lines += [""] + _left_out(result)
+    if result.not_imported:
+        lines += ["", f"{len(result.not_imported)} changed copies of your code did not import: your code behaves "
+                  "differently when it is changed, or imported under another name.  They count, and none of them "
+                  f"is caught: {', '.join(result.not_imported[:5])}{' ...' if len(result.not_imported) > 5 else ''}"]
     if result.course_failure:
         lines += ["", *course_failure_lines(result)]
     lines.append("")

@@ -23,6 +23,7 @@ import gc
 import os
 import socket
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -243,20 +244,29 @@ class ImplRole(Role):
         from ol.grading.serve import serve
         from ol.overlay import Source, install_overlay
 
+        from ol.grading.chaffs import BASE_MODULE
+
         channel = socket.socket(fileno=CHANNEL_FD)
         overrides = dict(request.modules)
+        base = overrides.pop(BASE_MODULE, None)
         if overrides:  # the student's own needs: every tinyllm module is imported afresh
             for name in [n for n in sys.modules if n == "tinyllm" or n.startswith("tinyllm.")]:
                 del sys.modules[name]
             install_overlay({name: Source.from_text(t["source"], t["origin"]) for name, t in {
                 **self.setup["modules"], **overrides}.items()})
-        source = request.source
-        if source is not None:
-            install_overlay({self.target: Source.from_text(source["source"], source["origin"])})
         try:
+            if base is not None:   # a chaff's: imported under the module's own name, then handed to it as `correct`
+                install_overlay({self.target: Source.from_text(base["source"], base["origin"])})
+                sys.modules[BASE_MODULE] = importlib.import_module(self.target)
+                del sys.modules[self.target]
+            source = request.source
+            if source is not None:
+                install_overlay({self.target: Source.from_text(source["source"], source["origin"])})
             module = importlib.import_module(self.target)
         except BaseException as error:  # the code under test does not import: every call says why
             module = _Broken(self.target, error, request.tracebacks)
+        else:
+            Notes(NOTES_FD).send(imported=time.monotonic())   # a student kit counts no catch of a variant without it
         serve(channel, module, tracebacks=request.tracebacks)
         return 0
 

@@ -56,6 +56,7 @@ class GradingSession:
     # suite's grade.  A session whose correct implementation is the student's own
     # code (ol.grading.local) needs that code to pass first.
     suite_needs_passing_code = False
+    variants_must_import = False    # a variant caught without importing counts (a student kit's does not)
 
     def __init__(self, root: Path, module_id: str, *, cache_dir: Path | None = None,
                  pitfall_errors: list[str] | None = None):
