@@ -546,7 +546,7 @@ def test_each_student_gets_a_report_in_their_own_words(graded, synthetic_class):
         for host in (str(ROOT), str(synthetic_class), "/tmp/", "ol-grade-"):
             assert host not in text and host not in row["reason"], (row["student"], host)
     eve = (out / "eve.md").read_text()
-    assert eve.startswith("# L7.3: eve\n\n**NOT PASSED: ") and "## Surviving mutants" in eve and "```diff" in eve
+    assert eve.startswith("# L7.3: eve\n\n**NOT PASSED: ") and "## Surviving mutants" in eve and "```diff" not in eve
     assert "Misconception: The sign of sin does not matter" in eve and "(not caught) Symptom:" in eve
     ivy = (out / "ivy.md").read_text()
     assert "(pitfall s02)" in ivy and "the first failure (test_hand_example):" in ivy
@@ -570,7 +570,7 @@ def test_feedback_levels_hand_back_less_or_more(graded, tmp_path):
         written[level] = write_feedback(eve, table, level, tmp_path / level, source, path)
     assert [p.name for p in written["full"]] == ["eve.md", "eve.html"] and written["none"] == []
     full, summary = (tmp_path / "full" / "eve.md").read_text(), (tmp_path / "summary" / "eve.md").read_text()
-    assert "```diff" in full and "```diff" not in summary and not (tmp_path / "summary" / "eve.html").exists()
+    assert "```diff" not in full + summary and not (tmp_path / "summary" / "eve.html").exists()
     for text in (full, summary):
         assert "score 0." in text.splitlines()[2] and "(not caught) Symptom:" in text
     write_feedback(eve, table, "none", tmp_path / "full", source, path)      # a later run hands back nothing
@@ -802,7 +802,7 @@ def test_gradescope_shows_the_class_as_ol_grade_does(graded):
     eve_record = GradeRecord.from_json(json.loads((out / "eve.json").read_text()))
     data = results_json(read_outcome(eve_record, table, catalog_pitfalls(ROOT, MODULE)), table, "full")
     mutation = data["tests"][1]["output"]
-    assert "generated mutants survive" in mutation and "```diff" in mutation and eve["score"] in mutation
+    assert "generated mutants survive" in mutation and "```diff" not in mutation and eve["score"] in mutation
     assert any(t["name"] == "Misconception: The sign of sin does not matter: rotating by -p*theta is as good as by "
                "+p*theta (not caught)" for t in data["tests"])
     quiet = results_json(read_outcome(eve_record, table, catalog_pitfalls(ROOT, MODULE)), table, "none")
@@ -909,7 +909,7 @@ def test_gradescope_as_gradescope_runs_it(gradescope_root, graded):
     eve_points = eve["points before penalty"]         # eve is late: Gradescope's own late policy applies there
     assert f"{failing['score']:.2f}" == eve_points, "the autograder and ol grade give the same points"
     assert failing["output"].startswith(f"NOT PASSED: {eve_points} of 100 points: {eve['reason']}")
-    assert "```diff" in failing["tests"][1]["output"]
+    assert "generated mutants survive" in failing["tests"][1]["output"] and "```diff" not in json.dumps(failing)
     malformed = play(root, home, {"README.md": b"my work is in another castle\n"})
     assert malformed["score"] == 0 and "no rope.py: expected python/tinyllm/modern/rope.py" in malformed["output"]
     assert sum(t["max_score"] for t in malformed["tests"] if "max_score" in t) == 100

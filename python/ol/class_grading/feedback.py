@@ -5,10 +5,13 @@
     --feedback summary   + why it is not a pass, the pitfalls caught and not
                          caught (by misconception), the surviving mutants counted
                          per function, the files taken and ignored: <student>.md
-    --feedback full      + the diffs of a few surviving mutants per function
-                         (MAX_SURVIVORS) and the course tests' first failure;
-                         <student>.md and <student>.html (the `ol check --html`
-                         page, drawn by ol.grading.html_report)
+    --feedback full      + the course tests' first failure and each left-out
+                         test's failure; <student>.md and <student>.html (the
+                         `ol check --html` page, drawn by ol.grading.html_report)
+
+No level shows a line of the reference or an alternate, which stay secret
+in a class: a survivor is counted by function, never shown as its diff,
+and the page shows no source (html_report.without_answers).
 
     top_line(outcome, "full")        "NOT PASSED: 82.64 of 100 points: score 0.71 below 0.80"
     write_feedback(outcome, record, "full", folder, source, source_path)
@@ -26,7 +29,6 @@ from ol.grading.grader import NOT_RUN, REFUSED
 
 LEVELS = ("none", "summary", "full")
 DEFAULT_LEVEL = "full"
-MAX_SURVIVORS = 3     # diffs shown per function, as ol check shows by default
 PART_NAMES = {"course_tests": "course tests", "mutation": "mutation grade", "pitfalls": "pitfalls"}
 ROUNDING = "Numbers are rounded down to hundredths: never more than was earned."
 
@@ -62,7 +64,7 @@ def pitfall_title(pitfall) -> str:
     return f"Misconception: {pitfall.misconception.rstrip('.')} ({state})"
 
 
-def survivors_by_function(outcome: Outcome, limit: int | None = MAX_SURVIVORS) -> list[tuple[str, list, int]]:
+def survivors_by_function(outcome: Outcome, limit: int | None = 0) -> list[tuple[str, list, int]]:
     """(function, survivors shown, how many survive there), most survivors first."""
     groups: dict[str, list] = {}
     for survivor in outcome.survivors:
@@ -119,17 +121,12 @@ def markdown(outcome: Outcome, table: dict[str, float], level: str) -> str:
                                                            else ""))
         lines.append("")
     if outcome.survivors:
-        groups = survivors_by_function(outcome, MAX_SURVIVORS if level == "full" else 0)
+        groups = survivors_by_function(outcome, 0)
         lines += ["## Surviving mutants", "",
-                  f"{len(outcome.survivors)} changes to the reference that none of your tests notices, "
-                  "by function:", ""]
+                  f"{len(outcome.survivors)} small changes to the course's implementation (which stays secret: "
+                  "none of its lines is shown) that none of your tests notices, by function:", ""]
         lines += [f"- {function}: {count}" for function, _, count in groups]
         lines.append("")
-        for function, shown_here, count in groups:
-            if shown_here:
-                lines += [f"### {function} ({len(shown_here)} of {count} shown)", ""]
-                for survivor in shown_here:
-                    lines += [f"`{survivor.id}`", "", "```diff", survivor.diff.rstrip(), "```", ""]
     lines += ["## Files", ""]
     names = outcome.record.names
     lines += [f"- graded: {', '.join(sorted(names.values())) or 'none'}",
@@ -152,5 +149,5 @@ def write_feedback(outcome: Outcome, table: dict[str, float], level: str, folder
     write_whole(text, markdown(outcome, table, level))
     if level == "summary":
         return [text]
-    write_report(page, to_html(check_result(outcome), source, source_path))
+    write_report(page, to_html(check_result(outcome), None, source_path))   # the reference stays secret
     return [text, page]

@@ -41,8 +41,9 @@ What each entry shows follows --feedback, as in `ol grade` (ol.class_grading.fee
     entry                none              summary                         full
     output (the top)     verdict, points   + why, its first 3 details      + every detail
     course tests         how many pass     how many pass                   + the first failure
-    mutation grade       (empty)           the score, the floors, the      + a few diffs per
-                                           survivors counted by function   function
+    mutation grade       (empty)           the score, the floors, the      the same (no line
+                                           survivors counted by function,  of the reference:
+                                           the tests and files left out    it stays secret)
     pitfalls             (empty)           how many caught                 how many caught
     one per misconception (none)           caught or not, the symptom      the same
 
@@ -394,15 +395,11 @@ def _mutation_output(outcome, line: str, level: str, survivors_by_function) -> s
     below = [floor_line(f) for f in outcome.floors if not f.get("met")]
     if below:
         text += "\n\nBelow a function's floor (every public function needs its share caught): " + "; ".join(below) + "."
-    groups = survivors_by_function(outcome)
+    groups = survivors_by_function(outcome, 0)
     if groups:
-        text += f"\n\n{len(outcome.survivors)} generated mutants survive (changes none of your tests notices): " + \
-                ", ".join(f"{function} {count}" for function, _, count in groups) + "."
-    if level == "full":
-        for function, shown_here, count in groups:
-            text += f"\n\n**{function}** ({len(shown_here)} of {count} shown):"
-            for survivor in shown_here:
-                text += f"\n\n`{survivor.id}`\n```diff\n{survivor.diff.rstrip()}\n```"
+        text += (f"\n\n{len(outcome.survivors)} generated mutants survive (small changes to the course's "
+                 "implementation, which stays secret, that none of your tests notices), by function: "
+                 + ", ".join(f"{function} {count}" for function, _, count in groups) + ".")
     return text
 
 

@@ -24,6 +24,7 @@ file can be read by a program as well as by a person.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from pathlib import Path
 
@@ -91,20 +92,39 @@ def write_report(path: Path, page: str) -> None:
 # ---- the page --------------------------------------------------------------------
 
 
-def to_html(result: CheckResult, source: str, source_path: str) -> str:
+def to_html(result: CheckResult, source: str | None, source_path: str) -> str:
     """The whole page for `result`; `source` is the graded reference file's
-    text (the file the mutants' line numbers refer to), shown as `source_path`."""
+    text (the file the mutants' line numbers refer to), shown as `source_path`.
+    source None: the reference is secret (a class's feedback): the page shows
+    no line of it, and its data no mutant's diff (without_answers)."""
     title = f"ol check {result.module}: " + ("NOT GRADED" if result.reason else
                                              "PASSED" if result.passed else "NOT PASSED")
+    if source is None:
+        result = without_answers(result)
     if result.reason is not None:
         body = _not_graded(result)
     else:
         body = "\n".join((_summary(result), _pitfalls(result), _functions(result),
-                          _source(result, source, source_path)))
+                          _source(result, source, source_path) if source is not None else SECRET))
         if result.course_failure and result.course_failure.get("output"):
             body += f"\n<h2>{_e(COURSE_OUTPUT_HEADING)}</h2><pre>{_e(result.course_failure['output'])}</pre>"
     data = to_json(result).replace("</", "<\\/")  # a "</script>" inside a diff cannot end the element
     return PAGE.format(title=_e(title), style=STYLE, body=body, data=data, script=SCRIPT, generator=GENERATOR)
+
+
+SECRET = """
+<section id="source">
+  <h2>Surviving mutants</h2>
+  <p class="muted">Each survivor is a small change to the course's own implementation, which stays secret:
+     none of its lines is shown here. The table above says in which function your tests miss changes;
+     write the test that would notice a change there.</p>
+</section>"""
+
+
+def without_answers(result: CheckResult) -> CheckResult:
+    """`result` with no line of the implementation its mutants change: every diff left out."""
+    return dataclasses.replace(result, survivors=[dataclasses.replace(s, diff="") for s in result.survivors],
+                               mutants=[dataclasses.replace(m, diff="") for m in result.mutants])
 
 
 def _summary(result: CheckResult) -> str:
