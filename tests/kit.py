@@ -34,6 +34,13 @@ def sampled_home(home: Path, every: int = 20, module: str = "L7.3") -> Path:
     return home
 
 
+def home_env(home: Path, **more: str) -> dict[str, str]:
+    """This process's environment with `home` as HOME (where ol finds its mutant cache: a sampled_home)."""
+    env = dict(os.environ, HOME=str(home), **more)
+    env.pop("XDG_CACHE_HOME", None)
+    return env
+
+
 def copy_checkout(dest: Path) -> Path:
     """Copy what a fresh clone holds into dest: every file git tracks, plus
     kit files not yet committed, but none of a student's own work (files

@@ -46,7 +46,7 @@ from pathlib import Path
 import pytest
 
 from chapter_blocks import (commands, contract_problems, output_problems, read_blocks, result_comments)
-from kit import ROOT, copy_checkout, explain, run_ol
+from kit import ROOT, copy_checkout, explain, home_env, run_ol, sampled_home
 from ol.catalog import REFERENCE_TREE, STUDENT_TREE, load_catalog
 from ol.deps import REFERENCE
 from ol.milestone import load_milestones
@@ -227,9 +227,20 @@ def done_checkout(dest: Path) -> Path:
     return root
 
 
-def run_command(root: Path, command: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+def run_command(root: Path, command: str, home: Path) -> subprocess.CompletedProcess:
+    env = home_env(home, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
     return subprocess.run(["bash", "-c", command], cwd=root, env=env, capture_output=True, text=True, timeout=1800)
+
+
+@pytest.fixture(scope="module")
+def sampled(tmp_path_factory) -> Path:
+    """A home whose mutant cache holds a fifth of each graded module's mutants: the chapters' ol check
+    commands are about what a student types, and no output block shows their counts."""
+    home = tmp_path_factory.mktemp("home")
+    for module in CATALOG.modules:
+        if module.grading is not None:
+            sampled_home(home, every=5, module=module.id)
+    return home
 
 
 _MILESTONE_RUNS: dict[str, subprocess.CompletedProcess] = {}   # one run of each milestone command, for every chapter
@@ -237,7 +248,7 @@ _MILESTONE_RUNS: dict[str, subprocess.CompletedProcess] = {}   # one run of each
 
 @pytest.mark.slow   # every command of the chapter, ol check and ol milestone among them
 @pytest.mark.parametrize("chapter", [c for c in CHAPTERS if blocks_of(c, "bash")])
-def test_shell_commands_run_as_the_chapter_gives_them(chapter, tmp_path):
+def test_shell_commands_run_as_the_chapter_gives_them(chapter, tmp_path, sampled):
     for number, block in enumerate(blocks_of(chapter, "bash")):
         root = done_checkout(tmp_path / f"done-{number}")   # each block from the start: an earlier one may reset
         changed = False
@@ -252,10 +263,10 @@ def test_shell_commands_run_as_the_chapter_gives_them(chapter, tmp_path):
                 assert (root / words[1]).is_file(), f"{block.where(chapter)}: no benchmark {words[1]}"
                 continue
             if words[:2] == ["./ol", "milestone"] and not changed:
-                r = _MILESTONE_RUNS.get(command.text) or _MILESTONE_RUNS.setdefault(command.text,
-                                                                                   run_command(root, command.text))
+                r = _MILESTONE_RUNS.get(command.text) or _MILESTONE_RUNS.setdefault(
+                    command.text, run_command(root, command.text, sampled))
             else:
-                r = run_command(root, command.text)
+                r = run_command(root, command.text, sampled)
             changed = changed or words[:2] == ["./ol", "reset"]
             assert r.returncode == command.exits, f"{block.where(chapter)}: {command.text}\n{explain(r)}"
         if block.output is not None:

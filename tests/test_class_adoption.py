@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from kit import ROOT, explain, processes_with, run_ol, sigint_as_at_a_terminal
+from kit import ROOT, explain, home_env, processes_with, run_ol, sampled_home, sigint_as_at_a_terminal
 from test_class_conventions import canvas_reads
 from test_class_grading import (MODEL_ANSWER, MODULE, REFERENCE_ROPE, ROPE, TIME_LIMIT, set_time, suite_files,
                                 write_folder, write_tar)
@@ -64,8 +64,8 @@ def adopted(tmp_path_factory):
     (work / "manifest.csv").write_text(MANIFEST)
     scratch = work / "scratch"      # TMPDIR of ol grade: every check it starts has this in its command line
     scratch.mkdir()
-    env = dict(os.environ, TZ="UTC", TMPDIR=str(scratch),
-               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    env = home_env(sampled_home(work / "home", every=5), TZ="UTC", TMPDIR=str(scratch),   # a sample of mutants
+                   PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
     grading = subprocess.Popen([str(ROOT / "ol"), *COMMAND], cwd=work, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, preexec_fn=sigint_as_at_a_terminal)
     said = []

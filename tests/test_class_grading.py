@@ -437,7 +437,7 @@ def test_every_row_says_what_happened_and_why(graded):
         assert (row["reason"] == "") is (status == "passed"), (source, row)
         assert (row["score"] == "") is (status == "not graded") and (row["killed"] == "") is (status == "not graded")
         assert row["error"] == "", (source, row)                        # no fault of the grader in this class
-    assert table["eve"]["missed pitfalls"] and table["eve"]["reason"].endswith("not caught")
+    assert table["eve"]["missed pitfalls"] and "s01, s02, s03, s04, s05, s06, s07 not caught" in table["eve"]["reason"]
     assert table["ada"]["killed"] == table["ada"]["counted"] and table["ada"]["points"] == "100.00"
     assert table["kim"]["course tests"] == "53/53", "a suite that does not parse still earns the course tests"
     assert table["ivy"]["killed"] == table["ivy"]["counted"], "wrong code still has its tests graded"
@@ -954,9 +954,10 @@ def test_gradescope_where_namespaces_are_refused(gradescope_root, tmp_path):
     profile (tests/docker_default.py: root, namespaces refused; bubblewrap
     cannot start).  The autograder confines each run as a user of its own
     and says so in results.json: the honest submission gets full marks;
-    every cheat of the gallery (the keyring ones and the results.json
-    forger among them) passes nothing and gains nothing; no run writes into
-    results/, and no process, file or key of a run is left.  Graded against
+    every cheat that reaches beyond its run (test_trust.REACHING_OUT: the
+    keyring ones and the results.json forger among them; ol grade meets the
+    whole gallery in this confinement) passes nothing and gains nothing; no
+    run writes into results/, and no process, file or key of a run is left.  Graded against
     every 20th mutant (and every pitfall), as the gallery is."""
     import test_trust as trust
 
@@ -981,7 +982,7 @@ def test_gradescope_where_namespaces_are_refused(gradescope_root, tmp_path):
         honest = graded({"rope.py": REFERENCE_ROPE.read_bytes(),
                          **{p.name: p.read_bytes() for p in MODEL_ANSWER.glob("*.py")}})
         assert honest["score"] == 100.0 and honest["output"].startswith("PASSED"), honest["output"][:2000]
-        for cheat in trust.GALLERY:
+        for cheat in trust.REACHING_OUT:
             folder = trust.materialize(cheat, tmp_path / "cheats", results=root / "results")
             data = graded({ROPE: REFERENCE_ROPE.read_bytes(), **suite_files(folder)})
             assert data["output"].startswith(("NOT PASSED", "NOT GRADED")), (cheat, data["output"][:2000])

@@ -68,6 +68,14 @@ from reference import reference_modules
 CHEATS = ROOT / "tests" / "grading_suites" / "cheats"
 GALLERY = sorted(p.name for p in CHEATS.iterdir() if p.is_dir())
 MODEL_ANSWER = ROOT / "course/reference/python/tests/l7-3-rope"
+# The cheats that reach beyond their run (files, the home folder, keyrings, other processes, the network,
+# the results Gradescope reads): what a bundle's own layout could expose.  The Gradescope bundle grades
+# each with the engine and confinement ol grade uses, which meets every cheat of the gallery.
+REACHING_OUT = ["counter-beside-the-tests", "counter-in-tmp", "counter-in-working-folder", "ctypes-system",
+                "fork-bomb", "instructors-rope-through-sys-path", "memory-and-disk", "mutant-cache-in-home", "network",
+                "read-the-graders-keyring", "reference-read-at-run-time", "rewrite-the-autograders-results",
+                "setsid-escapees", "snoop-other-processes", "vote-through-files", "vote-through-shared-memory",
+                "vote-through-the-keyring", "vote-through-the-session-keyring"]
 ESCAPEE_MARKERS = ("sleep 31416", "sleep 31417")
 CANARIES = ("ol-cheat-was-here", "ol-cheat-ctypes-was-here")
 # A suite that only calls the functions (and judges nothing) kills the mutants
@@ -138,7 +146,7 @@ def materialize(name: str, dest: Path, root: Path = ROOT, results: Path | None =
 
 @pytest.mark.slow
 @pytest.mark.needs_confinement
-@pytest.mark.parametrize("sharing", ["shared", "isolated"])
+@pytest.mark.parametrize("sharing", ["shared"])   # isolated, in these namespaces: test_ol_grade_gives_the_gallery_nothing
 @pytest.mark.parametrize("cheat", GALLERY)
 def test_no_cheating_suite_passes_or_gains_score(cheat, sharing, sampled, tmp_path):
     folder = materialize(cheat, tmp_path)
@@ -731,15 +739,15 @@ def test_a_run_that_forks_to_allocate_past_its_memory_bound_is_killed(sampled, t
 
 
 class CpuHog:
-    """Thirty-six shell loops spinning beside a check, from the moment
-    start() is called.  Where the cgroup v1 cpu controller is writable, the
-    hogs and the check's processes share at most a quarter of a core (a cpu
-    cgroup of their own: the check gets a thirteenth of what it had, and the
-    machine's other users lose at most a quarter of a core); elsewhere the
+    """Twelve shell loops spinning beside a check, from the moment start()
+    is called.  Where the cgroup v1 cpu controller is writable, the hogs and
+    the check's processes share at most half a core (a cpu cgroup of their
+    own: every run of the check takes several times as long by the clock,
+    and the machine's other users lose at most half a core); elsewhere the
     hogs simply run beside it."""
 
-    HOGS = 36
-    QUOTA = 25000   # microseconds of processor time per 100000
+    HOGS = 12
+    QUOTA = 50000   # microseconds of processor time per 100000
 
     def __init__(self):
         self.hogs: list[subprocess.Popen] = []
@@ -782,8 +790,8 @@ def test_a_cpu_hog_beside_a_check_changes_no_verdict():
     with a CPU hog beside the check from the first mutant on (the correct
     implementations' own times are measured unloaded: the worst case for a
     limit derived from them; only a survivor can turn into a kill): the same
-    verdicts.  Beside the hog every run takes about thirteen times as long,
-    so the sample is small."""
+    verdicts.  Beside the hog every run takes several times as long by the
+    clock, so the sample is small."""
     session = GradingSession(ROOT, "L7.3")
     suite = ROOT / "tests/calibration/l7-3-suite-c"
     alone = check_module(ROOT, "L7.3", CheckRequest(tests=suite, course_tests=False, isolated=True), session=session)

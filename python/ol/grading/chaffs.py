@@ -32,10 +32,8 @@ from pathlib import Path
 
 from ol.catalog import Grading
 from ol.errors import OlError
-from ol.grading.protocol import RunRequest
+from ol.grading.protocol import BASE_MODULE, RunRequest   # BASE_MODULE: the name a chaff imports its base by
 from ol.grading.variants import Variant
-
-BASE_MODULE = "correct"   # the name a chaff imports the implementation it wraps by
 
 
 class ChaffMissing(OlError):

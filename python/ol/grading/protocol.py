@@ -81,6 +81,8 @@ def exit_meaning(code: int | None) -> str:
 
 # ---- run requests (observer -> warm process; trusted) ----------------------------------------
 
+BASE_MODULE = "correct"   # the module a chaff wraps, in RunRequest.modules (ol.grading.chaffs)
+
 
 @dataclass
 class RunRequest:

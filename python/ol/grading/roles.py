@@ -244,7 +244,7 @@ class ImplRole(Role):
         from ol.grading.serve import serve
         from ol.overlay import Source, install_overlay
 
-        from ol.grading.chaffs import BASE_MODULE
+        from ol.grading.protocol import BASE_MODULE
 
         channel = socket.socket(fileno=CHANNEL_FD)
         overrides = dict(request.modules)

@@ -34,7 +34,7 @@ time_module = sys_module.modules["time"]
 attribute, assign = getattr, setattr          # by other names: nothing here is hidden from a careful reader
 
 TARGET = ["tinyllm.modern.rope"]   # the module under test: test_channel.py sets it
-BITS = 10
+BITS = 6               # of the digest: a mutant shares the correct one once in 64
 STEP = 0.15            # seconds a probe sleeps more for a 1 (a marker sleeps half that more): the audit's
 _state = {}
 
