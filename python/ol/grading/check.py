@@ -192,8 +192,8 @@ def check_module(root: Path, module_id: str, request: CheckRequest = CheckReques
     """Grade the tests `request.tests` (default: the student's folder for the module).
 
     time_limit is processor seconds: it bounds the course tests, collecting
-    the suite and each run on a correct implementation; a mutant gets 2 s +
-    10x the slowest correct run, at most time_limit.  Decided here, from the
+    the suite and every run of it, each the same (nothing a run is given
+    depends on another run: README.md here).  Decided here, from the
     request and the host (README.md in this folder says what each
     guarantees):
 
