@@ -12,13 +12,17 @@ A line is secret when it is one of the reference's or an alternate's lines
 public file of the module (its contract, chapter, starter and course tests)
 and in none of the student's own files.  The student here hands in the
 module's alternate as their code (so that the reference's lines are not
-their own) with a weak suite (so that many mutants survive).
+their own), or for L7.3 the reference (so that the alternate's are not),
+with a weak suite (so that many mutants survive).  The page is read as its
+reader sees it (entities undone) and its JSON data string by string.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -44,6 +48,13 @@ def public_lines(module) -> set[str]:
     return set().union(*(lines_of(p.read_text(encoding="utf-8")) for p in paths if p.is_file()))
 
 
+def page_text(page: str) -> str:
+    """An HTML page as a reader sees it (entities undone), and every string of its JSON data."""
+    data = re.search(r'<script type="application/json" id="ol-check-data">(.*?)</script>', page, re.S)
+    strings = strings_in(json.loads(data.group(1).replace("<\\/", "</"))) if data else []
+    return html.unescape(page) + "\n" + "\n".join(strings)
+
+
 def strings_in(value) -> list[str]:
     """Every string of a JSON value, so that escapes do not hide a line."""
     if isinstance(value, str):
@@ -57,8 +68,8 @@ def strings_in(value) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.needs_confinement
-@pytest.mark.parametrize("module_id", sorted(WEAK))
-def test_no_line_of_the_reference_reaches_a_student(module_id, tmp_path):
+@pytest.mark.parametrize("module_id, hands_in", [(m, "alternate") for m in sorted(WEAK)] + [("L7.3", "reference")])
+def test_no_line_of_the_reference_reaches_a_student(module_id, hands_in, tmp_path):
     from ol.class_grading.checkout import catalog_pitfalls
     from ol.class_grading.gradescope import results_json
     from ol.class_grading.one import GradeRecord
@@ -66,7 +77,8 @@ def test_no_line_of_the_reference_reaches_a_student(module_id, tmp_path):
 
     module = CATALOG.get(module_id)
     grading = module.grading
-    own = (ROOT / grading.alternates[0]).read_text(encoding="utf-8")
+    own = (ROOT / (grading.alternates[0] if hands_in == "alternate" else f"course/reference/python/{grading.target}")
+           ).read_text(encoding="utf-8")
     student = tmp_path / "class" / "sam"
     (student / STUDENT_TREE / grading.target).parent.mkdir(parents=True)
     (student / STUDENT_TREE / grading.target).write_text(own)
@@ -91,7 +103,7 @@ def test_no_line_of_the_reference_reaches_a_student(module_id, tmp_path):
     secret -= public_lines(module) | lines_of(own) | lines_of("".join(
         p.read_text(encoding="utf-8") for p in tests.glob("*.py")))
     assert len(secret) > 20, "the reference has lines of its own to find"
-    handed_back = {"sam.md": (out / "sam.md").read_text(), "sam.html": (out / "sam.html").read_text(),
+    handed_back = {"sam.md": (out / "sam.md").read_text(), "sam.html": page_text((out / "sam.html").read_text()),
                    "results.json": "\n".join(strings_in(results_json(outcome, grading.points, "full")))}
     found = {name: sorted(line for line in secret if line in text) for name, text in handed_back.items()}
     assert not any(found.values()), {name: lines[:5] for name, lines in found.items() if lines}

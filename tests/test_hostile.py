@@ -191,3 +191,50 @@ def test_in_a_kit_code_that_refuses_its_own_copies_catches_nothing(tmp_path):
     assert not result.passed and result.score < 0.5, (result.score, result.killed, result.counted)
     assert result.not_imported, "the mutants that raised at import are named"
     assert not any(p.killed for p in result.pitfalls), "a chaff's base imports under its own name: no chaff raises"
+
+
+# ---- what the review of the above found -----------------------------------------------------------
+
+
+def test_a_file_left_out_is_no_module_another_file_may_import(tmp_path):
+    """pluggy.py breaks the rules and is left out; were its name still a module of the folder, test_a's
+    `import pluggy` would pass the check and get the installed pluggy in the sandbox."""
+    (tmp_path / "pluggy.py").write_text("import os\n")
+    (tmp_path / "test_a.py").write_text("import pluggy\n\n\ndef test_a():\n    assert pluggy\n")
+    (tmp_path / "test_b.py").write_text("import numpy\n\n\ndef test_b():\n    assert numpy\n")
+    found = {(v.path, v.message.split(",")[0]) for v in check_test_folder(tmp_path, tmp_path, ("numpy",), {})}
+    assert found == {("pluggy.py", "imports os"), ("test_a.py", "imports pluggy")}, found
+
+
+def test_a_coding_line_cannot_hide_code_in_what_utf8_reads_as_a_comment(tmp_path):
+    """Python decodes a file by its coding: line; as UTF-7, `#+AAo-import os` is a comment and then a line
+    `import os` that a UTF-8 reader never sees."""
+    (tmp_path / "test_seven.py").write_text("# coding: utf-7\n#+AAo-import os\n\n\ndef test_x():\n    assert 1\n")
+    (tmp_path / "test_fine.py").write_text("# -*- coding: utf-8 -*-\n\n\ndef test_y():\n    assert 1\n")
+    violations = check_test_folder(tmp_path, tmp_path, ("numpy",), {})
+    assert [(v.path, "utf-7" in v.message) for v in violations] == [("test_seven.py", True)], violations
+
+
+def test_a_report_of_files_and_tests_left_out_reads_both():
+    """A file left out has no correct implementation it failed on: the reports said so by indexing one."""
+    from ol.grading.check import CheckResult, refusal_entry
+    from ol.grading.html_report import to_html
+    from ol.grading.report import to_text
+    from ol.grading.static_check import Violation
+
+    refused = refusal_entry("tests/l7-3-rope", "test_reads.py", [Violation("x", 1, "imports os, which ...")])
+    failing = {"test": "tests/l7-3-rope/test_a.py::test_a", "status": "failed", "implementations": ["alternate:1"],
+               "failure": "assert 1 == 2"}
+    result = CheckResult(module="L7.3", threshold=0.8, reason="3 of your tests fail on a correct implementation",
+                         rejected=[refused, failing], output="pytest's report")
+    text = to_text(result)
+    assert "test_reads.py was not run: it breaks the rules" in text and "Your tests on" in text, text
+    assert "test_reads.py was not run" in to_html(result, None, "rope.py")
+
+
+def test_a_time_limit_is_read_only_from_a_number():
+    """A timeout's failure text may be the student's own words: "1.2.3 s" is no limit (float() raised)."""
+    from ol.class_grading.outcome import _limit_in
+
+    assert _limit_in("it had not ended; the time limit is 1.2.3 s") is None
+    assert _limit_in("the time limit is 20.0 s of processor time").group(1) == "20.0"

@@ -289,7 +289,13 @@ def _write_results(args, ctx, module, submissions, records: dict[str, GradeRecor
                              for student in pending}}
     policy = LatePolicy(*(args.late_penalty or (Fraction(0), DAY)), cap=args.late_cap, grace=args.grace)
     for student, record in sorted(records.items()):
-        outcome = read_outcome(record, table, pitfalls)
+        try:
+            outcome = read_outcome(record, table, pitfalls)
+        except Exception as error:   # a record one run shaped: its student's row, never the class's
+            record = GradeRecord(student=student, source=record.source, module=module.id, submitted=record.submitted,
+                                 error=f"the grader could not read this submission's result: "
+                                       f"{type(error).__name__}: {error}")
+            outcome = read_outcome(record, table, pitfalls)
         entry = manifest.get(entries[student].source) or manifest.get(student)
         submitted = entry.submitted if entry and entry.submitted is not None else outcome.submitted
         due = entry.deadline if entry and entry.deadline is not None else (

@@ -186,7 +186,7 @@ def _not_graded(record: GradeRecord, rejected: tuple[dict, ...], error: str) -> 
         return _course_failure(result, problems, result.output or "", module)
     if reason.startswith("your tests do things graded tests may not"):
         unparsable = record.unparsable
-        if unparsable:
+        if unparsable and all("does not parse" in p for p in problems if ": " in p):   # nothing else stopped it
             first = unparsable[0]
             return (f"your test file does not parse: {first['file']} {first['problem']}",
                     tuple(f"{u['file']} {u['problem']}" for u in unparsable))
@@ -215,8 +215,9 @@ def _time_limit_said(problem: str) -> re.Match | None:
 
 def _limit_in(text: str) -> re.Match | None:
     """The time limit a timeout's text names, in any of the wordings above."""
-    return (re.search(r"the time limit is ([\d.]+) s", text) or re.search(r"used ([\d.]+) s of processor", text)
-            or re.search(r"after ([\d.]+) s", text))
+    number = r"(\d+(?:\.\d+)?)"   # a run's own text may say "1.2.3 s": only a number is a limit
+    return (re.search(rf"the time limit is {number} s", text) or re.search(rf"used {number} s of processor", text)
+            or re.search(rf"after {number} s", text))
 
 
 MAX_NAMED = 3               # rejected tests named in the reason
@@ -317,6 +318,7 @@ def check_result(outcome: Outcome):
     result.floors = [dict(floor) for floor in outcome.floors]
     result.passed, result.score = outcome.status == PASSED, float(outcome.score)
     result.killed, result.counted = outcome.killed, outcome.counted
+    result.tests, result.graded_tests = checked.tests, checked.graded_tests
     tests = {p.id: tuple(words(t) for t in p.tests) for p in checked.pitfalls}
     result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(p.caught), tests.get(p.id, ()))
                        for p in outcome.pitfalls]

@@ -179,8 +179,8 @@ class Grader:
             if correct:
                 self._grade_tests([(v, o) for (v, is_correct), o in zip(jobs, outcomes) if is_correct])
             verdicts.update({v.key: self._judged(v, o) for (v, is_correct), o in zip(jobs, outcomes) if not is_correct})
-            for key, kept in list(carried.items()):
-                if kept.failed and kept.failed[0] not in self.left_out:
+            for key, kept in list(carried.items()):   # a kill whose test still runs and is graded
+                if kept.failed and kept.failed[0] not in self.left_out and kept.failed[0] in self.collected:
                     verdicts[key] = kept
                     del carried[key]
             by_key = {v.key: v for v in variants}

@@ -184,9 +184,12 @@ def _not_graded(result: CheckResult) -> str:
 
 
 def _rejected(entry: dict, result: CheckResult) -> str:
-    """One test that fails on a correct implementation: which, where, and pytest's words for it."""
-    where = " and ".join(_e(implementation_name(key, result)) for key in entry["implementations"])
+    """One test that fails on a correct implementation (which, where, and pytest's words for it), or a
+    file left out."""
     failure = f'<pre class="failure">{_e(entry["failure"].rstrip())}</pre>' if entry["failure"] else ""
+    if not entry["implementations"]:
+        return f'<li class="rejected">{_e(left_out_line(entry, result))}{failure}</li>'
+    where = " and ".join(_e(implementation_name(key, result)) for key in entry["implementations"])
     return (f'<li class="rejected"><code>{_e(entry["test"])}</code> rejects a correct implementation '
             f"(it fails on {where}){failure}</li>")
 

@@ -30,7 +30,9 @@ passes is not caught here (no second implementation).  Code under test that
 tells its own copies apart (a mutant or chaff that raises or exits while it
 is imported) catches nothing: a variant whose run never imported it is
 counted and not caught (CheckResult.not_imported), and a chaff imports the
-student's module under the module's own name.  What no check without an
+student's module under the module's own name.  Best effort: the note that
+it imported comes from the process the code under test runs in, which can
+write it too.  What no check without an
 answer key can stop is code that, once imported, behaves differently when
 changed (by hashing itself at each call, say): the local check then says
 more than the tests do, and the instructor's grade, against the

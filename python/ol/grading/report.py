@@ -142,8 +142,8 @@ def output_heading(result: CheckResult) -> str:
     """What the pytest report in a stopped check's `output` is of."""
     if (result.reason or "").startswith(COURSE_TESTS_FAILED):
         return COURSE_OUTPUT_HEADING
-    if result.rejected:
-        first = result.rejected[0]["implementations"][0]
+    first = next((entry["implementations"][0] for entry in result.rejected if entry["implementations"]), None)
+    if first is not None:
         return f"Your tests on {implementation_name(first, result)} (pytest's report, its end)"
     return "Your tests (pytest's report)"
 
@@ -153,8 +153,11 @@ def _rejected(result: CheckResult) -> list[str]:
     lines = ["  A correct implementation must pass every test; "
              f"{'this test fails' if len(result.rejected) == 1 else 'these tests fail'} on one:"]
     for entry in result.rejected:
-        where = " and ".join(implementation_name(key, result) for key in entry["implementations"])
-        lines.append(f"  {entry['test']} rejects a correct implementation (it fails on {where})")
+        if entry["status"] == REFUSED:
+            lines.append(f"  {left_out_line(entry, result)}")
+        else:
+            where = " and ".join(implementation_name(key, result) for key in entry["implementations"])
+            lines.append(f"  {entry['test']} rejects a correct implementation (it fails on {where})")
         if entry["failure"]:
             lines.append(_indent(entry["failure"].rstrip(), 6))
     lines += [f"  {problem}" for problem in result.problems if "(no single test:" in problem]

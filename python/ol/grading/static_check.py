@@ -100,35 +100,35 @@ def check_test_folder(folder: Path, root: Path, allowed_imports: tuple[str, ...]
         return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
     violations = _folder_violations(TestFolder(folder), allowed_imports, shown_path)
-    files = TestFolder(folder).python_files()
-    local_modules = {p.stem for p in files}
     copied_from = _function_fingerprints(implementations or {})
-    tests = 0
-    for path in files:
+    trees: dict[Path, tuple[str, str, ast.Module]] = {}     # each file that reads: (shown, text, tree)
+    for path in TestFolder(folder).python_files():
         shown = shown_path(path)
-        try:
-            text = path.read_bytes().decode("utf-8")
-        except UnicodeDecodeError as error:
-            violations.append(Violation(shown, 1, f"is not UTF-8 text ({error.reason} at byte {error.start}): "
-                                                   "save it as UTF-8"))
+        read = _read(path.read_bytes(), shown)
+        if isinstance(read, Violation):
+            violations.append(read)
             continue
-        try:
-            tree = ast.parse(text, filename=shown)
-        except SyntaxError as error:
-            violations.append(Violation(shown, error.lineno or 1, f"does not parse: {error.msg}"))
-            continue
-        except (RecursionError, MemoryError):   # Python's own parser gives up on very deep nesting
-            violations.append(Violation(shown, 1, NESTED_TOO_DEEPLY))
-            continue
-        deep = _deeper_than(tree, MAX_DEPTH)
-        if deep is not None:    # compile() and pytest's assert rewrite would recurse past Python's limit
-            violations.append(Violation(shown, getattr(deep, "lineno", 1), NESTED_TOO_DEEPLY))
-            continue
+        text, tree = read
+        trees[path] = (shown, text, tree)
         violations.extend(_copies(tree, text, shown, copied_from))
-        checker = _Checker(shown, allowed_imports, contract_names, local_modules)
-        checker.check(tree)
-        violations.extend(checker.violations)
-        tests += _count_tests(tree) if is_test_file(path.name) else 0   # pytest collects no other file
+    # A file left out is no module of the folder: another file that imports it by its name would get the
+    # installed package of that name in the sandbox (ol, pluggy, ...).  So the rules are read again
+    # with the files left out so far, until no more are.
+    refused = {v.path for v in violations if v.scope == FILE}
+    while True:
+        local_modules = {path.stem for path, (shown, _, _) in trees.items() if shown not in refused}
+        found = []
+        for path, (shown, _, tree) in trees.items():
+            checker = _Checker(shown, allowed_imports, contract_names, local_modules)
+            checker.check(tree)
+            found.extend(checker.violations)
+        now = refused | {v.path for v in found}
+        if now == refused:
+            break
+        refused = now
+    violations.extend(found)
+    tests = sum(_count_tests(tree) for path, (_, _, tree) in trees.items()
+                if is_test_file(path.name))   # pytest collects no other file
     if tests == 0:
         shown = str(folder.relative_to(root)) if folder.is_relative_to(root) else str(folder)
         violations.append(Violation(
@@ -264,6 +264,31 @@ def _copies(tree: ast.Module, text: str, shown: str, fingerprints) -> list[Viola
                     "expected values another way, as the chapter's graded-tests section shows)"), FOLDER))
                 break
     return violations
+
+
+def _read(data: bytes, shown: str) -> tuple[str, ast.Module] | Violation:
+    """A file's text and syntax tree, or why it cannot be graded."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        return Violation(shown, 1, f"declares an encoding Python does not know: {error.msg}")
+    if encoding not in ("utf-8", "utf-8-sig"):   # Python would decode it so, and run what UTF-8 reads as comments
+        return Violation(shown, 1, f"declares the encoding {encoding}: graded tests are UTF-8, with no other "
+                                   "coding: line")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return Violation(shown, 1, f"is not UTF-8 text ({error.reason} at byte {error.start}): save it as UTF-8")
+    try:
+        tree = ast.parse(text, filename=shown)
+    except SyntaxError as error:
+        return Violation(shown, error.lineno or 1, f"does not parse: {error.msg}")
+    except (RecursionError, MemoryError):   # Python's own parser gives up on very deep nesting
+        return Violation(shown, 1, NESTED_TOO_DEEPLY)
+    deep = _deeper_than(tree, MAX_DEPTH)
+    if deep is not None:    # compile() and pytest's assert rewrite would recurse past Python's limit
+        return Violation(shown, getattr(deep, "lineno", 1), NESTED_TOO_DEEPLY)
+    return text, tree
 
 
 def _deeper_than(tree: ast.AST, limit: int) -> ast.AST | None:
