@@ -1,7 +1,7 @@
 """A class as an instructor adopting the kit grades it (issue 28): late work
 with a penalty, a grace and an extension, a submission nested deep in its
 archive, wrong code whose tests still earn their grade, the Canvas file
-for an existing assignment, and Ctrl-C in the middle.
+for an existing assignment, and Ctrl-C (or SIGTERM) in the middle.
 
 One small class, graded twice with the same options: first interrupted by
 SIGINT once its first grading is done, then again to its end (resuming).
@@ -155,3 +155,39 @@ def test_wrong_code_still_has_its_tests_graded(adopted):
     assert fox["points"] == "91.69", "31.69 for the course tests (40 x 42/53, rounded down), 50 and 10 for the tests"
     md = (out / "fox.md").read_text()
     assert "| mutation grade | score 1.00: your tests catch" in md and "(pitfall s02)" in md
+
+
+@pytest.mark.slow
+@pytest.mark.needs_confinement
+def test_sigterm_stops_ol_grade_within_seconds_with_the_results_so_far(tmp_path):
+    """As Ctrl-C does (above), SIGTERM (what a batch system or `kill` sends) ends ol grade within
+    STOPPED_WITHIN seconds, exit 143, with grades.csv and summary.md for the students graded so far."""
+    folder = tmp_path / "submissions"
+    good = {ROPE: REFERENCE_ROPE.read_bytes(), **suite_files(MODEL_ANSWER)}
+    write_folder(folder / "amy", good)
+    write_folder(folder / "bea", {**good, ROPE: REFERENCE_ROPE.read_text().replace("np.sin(angles) * scale",
+                                                                                 "-np.sin(angles) * scale").encode()})
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = home_env(sampled_home(tmp_path / "home", every=5), TMPDIR=str(scratch),
+                   PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    grading = subprocess.Popen([str(ROOT / "ol"), "grade", "L7.3", "submissions", "--out", "graded", "--jobs", "1",
+                                "--time-limit", TIME_LIMIT], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        for line in grading.stderr:
+            if "done (1/2" in line:
+                break
+        stopped_at = time.monotonic()
+        grading.send_signal(signal.SIGTERM)
+        grading.communicate(timeout=60)
+        stopped = time.monotonic() - stopped_at
+    finally:
+        if grading.poll() is None:
+            grading.kill()
+            grading.wait()
+    assert grading.returncode == 143 and stopped < STOPPED_WITHIN, (grading.returncode, stopped)
+    table = rows(tmp_path / "graded")
+    assert table["amy"]["status"] == "passed" and table["bea"]["reason"].startswith("not graded yet"), table
+    assert "INCOMPLETE" in (tmp_path / "graded" / "summary.md").read_text()
+    assert not processes_with(str(scratch)), "a check outlived the grading"
