@@ -126,7 +126,7 @@ def test_milestone_passes_with_a_correct_window_fails_with_w01_planted_and_names
     assert run_ol(checkout, "start", "L7.10", "--ref-deps", cwd=checkout).returncode == 0
     r = run_ol(checkout, "milestone", "MS-L7G", "--ref-unstarted", cwd=tmp_path, timeout=3000)
     assert r.returncode == 1 and "NotImplementedError" in r.stdout, explain(r)
-    assert "./ol reset L7.10 --remove" in r.stdout, explain(r)
+    assert f"{checkout}/ol reset L7.10 --remove" in r.stdout, explain(r)
 
 
 @pytest.mark.slow   # a run of Gemma 3 270M each: about 20 s on two cores

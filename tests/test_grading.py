@@ -93,7 +93,7 @@ def test_every_field_of_a_result_survives_its_json():
                  MutantLine("m2", "rope_cos_sin", 30, True, "test_a.py::test_x", "-c\n+d")],
         floors=[{"function": "apply_rope", "share": 0.5, "caught": 1, "counted": 2, "needed": 1, "met": True}],
         rejected=[{"test": "test_a.py::test_y", "failure": "E assert", "implementations": ["reference"]}],
-        tests=12, graded_tests=11,
+        tests=12, graded_tests=11, not_imported=["chaff:c01"],
         course_failure={"reason": "course tests fail on your code", "problems": ["test_x"], "output": "E assert"})
     assert all(getattr(result, f.name) != (f.default_factory() if callable(f.default_factory) else f.default)
                for f in dataclasses.fields(CheckResult)), "give every field a value that is not its default"
@@ -702,7 +702,11 @@ def test_a_test_file_that_is_not_utf8_is_named_not_a_traceback(finished_checkout
     (checkout / "python/tests/l7-3-rope/test_latin1.py").write_bytes(b"# caf\xe9\ndef test_y():\n    pass\n")
     r = run_ol(checkout, "check", "L7.3", "--ref-deps", "--json", cwd=elsewhere)
     assert r.returncode == 1, explain(r)
-    assert any("test_latin1.py:1: is not UTF-8 text" in line for line in json.loads(r.stdout)["problems"]), r.stdout
+    data = json.loads(r.stdout)
+    [entry] = data["rejected"]                       # the file is left out, named; the rest is graded
+    assert entry["test"].endswith("test_latin1.py") and entry["status"] == "refused", r.stdout
+    assert entry["failure"].startswith("line 1: is not UTF-8 text"), r.stdout
+    assert data["tests"] == 1 and data["error"] is None, r.stdout
 
 
 @pytest.mark.slow

@@ -269,16 +269,16 @@ def _copies(tree: ast.Module, text: str, shown: str, fingerprints) -> list[Viola
 def _read(data: bytes, shown: str) -> tuple[str, ast.Module] | Violation:
     """A file's text and syntax tree, or why it cannot be graded."""
     try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return Violation(shown, 1, f"is not UTF-8 text ({error.reason} at byte {error.start}): save it as UTF-8")
+    try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as error:
         return Violation(shown, 1, f"declares an encoding Python does not know: {error.msg}")
     if encoding not in ("utf-8", "utf-8-sig"):   # Python would decode it so, and run what UTF-8 reads as comments
         return Violation(shown, 1, f"declares the encoding {encoding}: graded tests are UTF-8, with no other "
                                    "coding: line")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        return Violation(shown, 1, f"is not UTF-8 text ({error.reason} at byte {error.start}): save it as UTF-8")
     try:
         tree = ast.parse(text, filename=shown)
     except SyntaxError as error:
