@@ -100,7 +100,7 @@ def write_zip(dest: Path, files: dict[str, bytes], top: str = "") -> None:
 
 
 def write_tar(dest: Path, files: dict[str, bytes]) -> None:
-    with tarfile.open(dest, "w:gz") as archive:
+    with tarfile.open(dest, "w" if dest.suffix == ".tar" else "w:gz") as archive:
         for name, data in files.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
@@ -168,6 +168,17 @@ def test_names_are_unique_stable_and_a_made_name_never_meets_a_real_one():
         assert "+" in names[entry] and len(names[entry]) <= 69, (entry, names[entry])
     assert student_names(list(reversed(entries))) == names               # stable: the order does not matter
     assert student_names(["bob", "bob.zip", "bob-2.zip", "zed"])["bob"] == names["bob"]
+
+
+def test_a_plain_tar_reads_as_its_gzipped_twin_and_is_named_by_its_stem(tmp_path):
+    files = {"python/tinyllm/modern/rope.py": b"x = 1\n", "python/tests/l7-3-rope/test_a.py": b"def test_a():\n    pass\n"}
+    write_tar(tmp_path / "ann.tar", files)
+    write_tar(tmp_path / "ben.tar.gz", files)
+    (tmp_path / "cy.tar").write_bytes(b"not a tarball" * 100)
+    read = {s.source: s for s in read_submissions(tmp_path, MODULE)}
+    assert read["ann.tar"].files == read["ben.tar.gz"].files == files, read
+    assert read["ann.tar"].student == "ann"
+    assert read["cy.tar"].refused.startswith("cy.tar is not a readable .tar"), read["cy.tar"]
 
 
 @pytest.fixture(scope="module")

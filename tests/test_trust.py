@@ -1038,14 +1038,16 @@ def run_users(settle: float = 5.0, *, left_only: bool = True) -> list[int]:
     run is reaped by init a moment later).  left_only: only those no grader
     holds any more, whose ancestors up to init are all runs' users; a run
     of another check on this machine (another engineer's, say) has its
-    guard, a process of the grader's, above it."""
+    guard, a process of the grader's, above it, and its block of users
+    held (block_in_use)."""
     top = confine.RUN_UID_BASE + confine.UID_BLOCKS * confine.UID_BLOCK
     of_a_run = lambda pid: confine.RUN_UID_BASE <= uid_of(pid) < top   # noqa: E731
     deadline = time.monotonic() + settle
     while True:
         found = [int(entry) for entry in os.listdir("/proc")
                  if entry.isdigit() and of_a_run(int(entry)) and b"\nState:\tZ" not in _proc(int(entry), "status")
-                 and (not left_only or not _held_by_a_grader(int(entry), of_a_run))]
+                 and (not left_only or not (_held_by_a_grader(int(entry), of_a_run)
+                                            or block_in_use(uid_of(int(entry)))))]
         if not found or time.monotonic() >= deadline:
             return found
         time.sleep(0.1)
@@ -1065,16 +1067,39 @@ def _held_by_a_grader(pid: int, of_a_run) -> bool:
 
 
 def files_of_run_users(*folders: str) -> list[str]:
+    """Entries of `folders` owned by a run's user whose block no check holds
+    any more: what an ended check left (a check running beside it, another
+    engineer's or another pytest's, owns its files while it runs)."""
     top = confine.RUN_UID_BASE + confine.UID_BLOCKS * confine.UID_BLOCK
     found = []
     for folder in folders:
         for path in Path(folder).iterdir():
             try:
-                if confine.RUN_UID_BASE <= path.lstat().st_uid < top:
-                    found.append(str(path))
+                uid = path.lstat().st_uid
             except OSError:
                 continue
+            if confine.RUN_UID_BASE <= uid < top and not block_in_use(uid):
+                found.append(str(path))
     return found
+
+
+def block_in_use(uid: int) -> bool:
+    """Whether a running check holds the block of run users `uid` is in
+    (confine.UidBlock's flock, tried without waiting)."""
+    import fcntl
+
+    folder = next((f for f in confine.UID_LOCKS if os.access(f, os.W_OK)), None)
+    index = (uid - confine.RUN_UID_BASE) // confine.UID_BLOCK
+    if folder is None or not os.path.exists(lock := os.path.join(folder, f"tinyllm-ol-users-{index}.lock")):
+        return False
+    fd = os.open(lock, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)      # closing drops the lock, if this took it
+    return False
 
 
 def test_docker_default_refuses_namespaces_and_leaves_setuid():

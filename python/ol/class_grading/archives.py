@@ -1,5 +1,5 @@
 """One entry of a class's submissions read into memory, safely: a folder, a
-.zip or a .tar.gz, nothing ever extracted or written out.
+.zip, a .tar or a .tar.gz, nothing ever extracted or written out.
 
     files, submitted = read_entry(Path("submissions/bob.zip"))   # {path inside: bytes}, its time
     # or Refused("holds a path that leaves it (../x.py)"): the reason, in the student's words
@@ -25,6 +25,7 @@ import stat
 import tarfile
 import zipfile
 import zlib
+from contextlib import nullcontext
 from pathlib import Path, PurePosixPath
 
 MAX_BYTES = 16 << 20             # what one submission may hold, unpacked
@@ -83,6 +84,9 @@ class _Budget:
         files[name] = data
 
 
+NOT_AN_ARCHIVE = "is neither a folder, a .zip, a .tar nor a .tar.gz"
+
+
 def read_entry(entry: Path) -> tuple[dict[str, bytes], float | None]:
     """Every regular file of the entry, by its path inside it, and the entry's time."""
     if entry.is_symlink():
@@ -91,15 +95,17 @@ def read_entry(entry: Path) -> tuple[dict[str, bytes], float | None]:
         return _read_folder(entry)
     name = entry.name.lower()
     if not entry.is_file():
-        raise Refused("is neither a folder, a .zip nor a .tar.gz")
+        raise Refused(NOT_AN_ARCHIVE)
     if entry.stat().st_size > MAX_BYTES:
         raise Refused(f"is larger than {MAX_BYTES >> 20} MiB; submit only your work")
     if name.endswith(".zip"):
         files = _read_zip(entry)
     elif name.endswith((".tar.gz", ".tgz")):
-        files = _read_tar(entry)
+        files = _read_tar(entry, compressed=True)
+    elif name.endswith(".tar"):
+        files = _read_tar(entry, compressed=False)
     else:
-        raise Refused("is neither a folder, a .zip nor a .tar.gz")
+        raise Refused(NOT_AN_ARCHIVE)
     no_file_is_a_folder(files)
     return files, entry.stat().st_mtime
 
@@ -232,10 +238,11 @@ class _Capped(io.RawIOBase):
 TAR_OVERHEAD = MAX_MEMBERS * 4 * 512 + 20 * 512
 
 
-def _read_tar(path: Path) -> dict[str, bytes]:
+def _read_tar(path: Path, compressed: bool) -> dict[str, bytes]:
     files, budget = {}, _Budget()
+    kind = ".tar.gz" if compressed else ".tar"
     try:
-        with open(path, "rb") as raw, gzip.GzipFile(fileobj=raw) as unzipped:
+        with open(path, "rb") as raw, (gzip.GzipFile(fileobj=raw) if compressed else nullcontext(raw)) as unzipped:
             stream = io.BufferedReader(_Capped(unzipped, MAX_BYTES + TAR_OVERHEAD))
             with tarfile.open(fileobj=stream, mode="r|") as archive:        # a stream: members in order, once
                 for member in archive:
@@ -253,5 +260,5 @@ def _read_tar(path: Path) -> dict[str, bytes]:
     except Refused:
         raise
     except (tarfile.TarError, OSError, EOFError, zlib.error, ValueError) as error:
-        raise Refused(f"is not a readable .tar.gz ({error})") from None
+        raise Refused(f"is not a readable {kind} ({error})") from None
     return files

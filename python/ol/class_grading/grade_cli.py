@@ -47,7 +47,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from ol.grading.check import DEFAULT_TIME_LIMIT
 
     parser.description = (
-        "Instructor: grade a folder of submissions (one folder, .zip or .tar.gz per student) by the "
+        "Instructor: grade a folder of submissions (one folder, .zip, .tar or .tar.gz per student) by the "
         "module's mutation grade, each in a private, confined copy of the checkout. Writes DIR/grades.csv, "
         "DIR/summary.md, and per student <student>.json, <student>.md and <student>.html. Exit 0 when every "
         "submission has its row (a row may say it was not graded, and why), 2 when grading could not run."

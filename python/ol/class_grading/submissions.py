@@ -57,7 +57,7 @@ from ol.catalog import STUDENT_TREE, Module
 from ol.class_grading.archives import Refused, no_file_is_a_folder, read_entry, shown
 from ol.grading.test_folder import SKIPPED_FOLDERS, is_test_file
 
-ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 SKIPPED_PARTS = SKIPPED_FOLDERS | {"__MACOSX", ".git", ".ol", ".DS_Store"}   # and an archive's junk
 RESERVED_NAMES = {"grades", "summary"}     # DIR/grades.csv, DIR/summary.md sit beside <student>.md
 PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,99}")
@@ -83,7 +83,7 @@ class Submission:
 
 
 def read_submissions(folder: Path, module: Module) -> list[Submission]:
-    """One Submission per entry of `folder` (a folder, a .zip or a .tar.gz),
+    """One Submission per entry of `folder` (a folder, a .zip, a .tar or a .tar.gz),
     by student name.  Never raises for one entry: what cannot be read is
     that submission's `refused`."""
     folder = Path(folder)
