@@ -49,10 +49,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # tier: in the kit's tests it is an error.  Not --strict-markers in
     # pyproject.toml, which `ol tests` would apply to the student's tests too.
     config.addinivalue_line("filterwarnings", "error::pytest.PytestUnknownMarkWarning")
-    # The 15 slowest tests end every run of the kit's tests (CI's among them), so drift toward CI's
+    # The 60 slowest tests end every run of the kit's tests (CI's among them), so drift toward CI's
     # limit is seen where it starts; --durations N on the command line says otherwise.
     if config.option.durations is None:
-        config.option.durations = 15
+        config.option.durations = 60
 
 
 @pytest.hookimpl(tryfirst=True)  # before the fixtures that grade

@@ -219,8 +219,13 @@ def test_ol_submit_writes_the_archive_ol_grade_gives_the_folders_points(kit, tmp
     assert json.loads((tmp_path / "graded" / "ann-zip.json").read_text())["ignored"] == []
 
 
+# The weakest calibration suite of each module (test_calibration.py grades all three, in this
+# repository): if it passes the kit's check, against the kit's own mutants, the others do too.
+WEAKEST = {"L7.3": "c", "L7.4": "b"}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("module_id, suite", [(m, s) for m in MODULES for s in "abc"])
+@pytest.mark.parametrize("module_id, suite", [(m, WEAKEST[m]) for m in MODULES])
 def test_the_calibration_suites_pass_the_local_check(kit, module_id, suite):
     folder = ROOT / "tests" / "calibration" / f"{module_id.lower().replace('.', '-')}-suite-{suite}"
     result = kit.check(module_id, folder)

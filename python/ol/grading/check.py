@@ -303,7 +303,8 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
                 if fatal:
                     return stop("your tests do things graded tests may not (they were not run)",
                                 [str(v) for v in violations])
-                result.rejected = [refusal_entry(session.suite_path(tests), file, said) for file, said in refused.items()]
+                result.rejected = [refusal_entry(session.suite_path(tests), file, said)
+                                   for file, said in sorted(refused.items())]   # in file order
                 try:
                     variants = session.pitfall_variants() + session.mutant_variants()
                     keys = [v.key for v in variants if not v.key.startswith("pitfall:")]   # pitfalls always run
