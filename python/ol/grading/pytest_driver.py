@@ -215,8 +215,8 @@ def precompile(config, folders: list[Path]) -> None:
         for path in sorted(folder.rglob("*.py")):
             try:
                 compiled[str(path)] = rewrite._rewrite_test(path, config)[1]
-            except (SyntaxError, ValueError, OSError):
-                continue  # the run reports it when it imports the file
+            except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
+                continue  # the run reports it when it imports the file (the static check left out the deep ones)
     original = rewrite._read_pyc
 
     def read_pyc(source, pyc, trace=lambda message: None):
