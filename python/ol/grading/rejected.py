@@ -55,11 +55,11 @@ def rejected_tests(grader, session, left_out: dict) -> Rejected:
                                          grader.time_limit) for run_id, variant in runs.items()])
     notes = {variant.key: merged_notes(outcomes[run_id].notes) for run_id, variant in runs.items()}
     order = {test: n for n, test in enumerate(grader.collected)}
+    rank = {key: n for n, key in enumerate(variants)}       # the reference first, then the alternates
     entries = []
     for test, entry in sorted(left_out.items(), key=lambda item: (order.get(item[0], len(order)), item[0])):
         said = next((notes.get(key, {}).get("failures", {}).get(test) for key in entry.implementations
                      if notes.get(key, {}).get("failures", {}).get(test)), "")
-        rank = {key: n for n, key in enumerate(variants)}       # the reference first, then the alternates
         entries.append({"test": test, "status": entry.status, "failure": str(said or entry.detail or ""),
                         "implementations": sorted(entry.implementations, key=lambda k: (rank.get(k, len(rank)), k))})
     lines = [f"{PREFIX}{e['test']} {e['status']} on {' and '.join(named(k, session) for k in e['implementations'])}"
