@@ -107,3 +107,12 @@ def test_no_line_of_the_reference_reaches_a_student(module_id, hands_in, tmp_pat
                    "results.json": "\n".join(strings_in(results_json(outcome, grading.points, "full")))}
     found = {name: sorted(line for line in secret if line in text) for name, text in handed_back.items()}
     assert not any(found.values()), {name: lines[:5] for name, lines in found.items() if lines}
+
+    # What is handed back instead: each survivor as its witness, under a function the student wrote
+    assert any(s.witness for s in outcome.survivors), "the survivors have witnesses"
+    for name, text in handed_back.items():
+        assert "a right implementation" in text, f"{name} shows no survivor's witness"
+    contract = (ROOT / (module.contract_for(grading.target) or f"course/contracts/py/{grading.target}i")).read_text()
+    groups = re.findall(r"^- `([\w.]+)`: \d+", handed_back["sam.md"], re.M)
+    assert groups and all(not g.startswith("_") and re.search(rf"\b(def|class) {g.split('.')[0]}\b", contract)
+                          for g in groups), groups

@@ -362,7 +362,8 @@ def test_the_report_names_every_test_that_fails_on_a_pitfall_in_file_order(tmp_p
     page = to_html(result, REFERENCE_ROPE.read_text(), "rope.py")
     for pitfall in result.pitfalls:
         row = page.split(f"<tr class=\"killed\"><td>{pitfall.id}</td>", 1)[1].split("</tr>", 1)[0]
-        assert row.split("by<ul>", 1)[1].split("</ul>")[0] == "".join(f"<li><code>{t}</code></li>" for t in pitfall.tests)
+        count = f"by {len(pitfall.tests)} test{'s' if len(pitfall.tests) != 1 else ''}</summary><ul>"
+        assert row.split(count, 1)[1].split("</ul>")[0] == "".join(f"<li><code>{t}</code></li>" for t in pitfall.tests)
 
 
 def test_a_variant_that_hangs_or_kills_its_process_counts_as_caught(tmp_path):
@@ -929,7 +930,8 @@ def test_check_module_decides_sharing_and_the_verdict_cache(monkeypatch, confine
 
     seen, events = {}, []
     monkeypatch.setattr(confine, "choose_confinement", lambda wanted="auto": (confinement, "" if confinement == "confined" else "why"))
-    monkeypatch.setattr(check, "_check", lambda session, request, **decided: seen.update(decided))
+    monkeypatch.setattr(check, "_check", lambda session, request, **decided:
+                        seen.update(decided) or check.CheckResult("L7.3", 0.8))
     check.check_module(ROOT, "L7.3", CheckRequest(**request_fields), on_event=events.append)
     assert (seen["confinement"], seen["sharing"]) == (confinement, sharing)
     assert seen["verdict_cache"] == (ROOT / ".ol" / "verdicts" / "L7.3.json" if reads_verdicts else None)

@@ -44,6 +44,7 @@ def test_every_module_of_the_course_is_sound(tmp_path):
         assert any(re.match(rf"\s+ok\s+chaff {pitfall} around the reference equals its edit", line)
                    for line in lines), explain(r)
     assert r.stdout.count("the model answer scores 1.00") == len(graded) == 4, explain(r)
+    assert len(re.findall(r"ok\s+\d+ of the \d+ counted mutants have a witness", r.stdout)) == 4, explain(r)
 
 
 def edit(checkout, path: str, old: str, new: str):

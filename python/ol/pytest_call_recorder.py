@@ -8,6 +8,9 @@ settings.json: {"target": "tinyllm.modern.rope", "out": "results.json",
 "base": TEXT}, ...]}.  `ol verify` uses it to check that a chaff around the
 reference (ol.grading.chaffs) gives what its pitfall's edits give, on the very
 inputs the course tests use (ol.grading.chaff_equivalence reads the results).
+With "variants": [{"id", "source"}, ...] and "base": TEXT instead of "pairs",
+it finds each variant's witness against the base (ol.witness_replay, for
+ol.grading.witnesses).
 
 Recording is transparent: the target's public functions, and the public
 methods and constructors of its classes, are wrapped in place before the test
@@ -78,8 +81,12 @@ def pytest_sessionfinish(session, exitstatus) -> None:
     if recorder is None:
         return
     try:
-        results = {"recorded": len(recorder.calls), "unrecordable": recorder.unrecordable,
-                   "pairs": {pair["id"]: compare_pair(recorder, pair) for pair in settings["pairs"]}}
+        results = {"recorded": len(recorder.calls), "unrecordable": recorder.unrecordable}
+        if "variants" in settings:   # ol.grading.witnesses: one call that tells each variant from the base
+            from ol.witness_replay import find_witnesses
+            results["witnesses"] = find_witnesses(recorder, settings["base"], settings["variants"])
+        else:
+            results["pairs"] = {pair["id"]: compare_pair(recorder, pair) for pair in settings["pairs"]}
     except Exception:  # a fault of the comparison itself: said, never a silent pass
         results = {"error": traceback.format_exc()[-4000:]}
     with open(settings["out"], "w", encoding="utf-8") as file:

@@ -200,6 +200,7 @@ def _verify_grading(session, result: VerifyResult, workers: int) -> None:
             f"{REFERENCE_TREE}/{grading.target}: the reference changed; review the list (ids of the current "
             "survivors of the model answer are printed by ol check on it)"
         )
+    _list_mutants_without_witness(session, result)
     check, killed = check_model_answer(session, session.root / grading.model_answer, workers=workers)
     if check.reason:
         result.problems.append(f"the model answer ({grading.model_answer}) is not graded: {check.reason}: "
@@ -219,6 +220,22 @@ def _verify_grading(session, result: VerifyResult, workers: int) -> None:
         f"{grading.equivalent} lists mutants the model answer CATCHES, so they are not equivalent: "
         + ", ".join(killed),
     )
+
+
+def _list_mutants_without_witness(session, result: VerifyResult) -> None:
+    """Every counted mutant's witness (ol.grading.witnesses), found and cached here once per mutant set;
+    the ones without one are possibly equivalent: listed for review (counted until the equivalent list
+    gives each a reason)."""
+    from ol.grading.witnesses import find_witnesses
+
+    counted = list(session.mutants.counted)
+    found = find_witnesses(session, counted)
+    without = [m.id for m in counted if found[m.id] is None]
+    result.check(True, f"{len(counted) - len(without)} of the {len(counted)} counted mutants have a witness (a "
+                 "course-test call that tells them from the reference)" + (
+                     f"; {len(without)} have none, possibly equivalent: review them for "
+                     f"{session.grading.equivalent} (counted until then): {', '.join(without)}" if without else ""),
+                 "")
 
 
 # ---- the command line ---------------------------------------------------------------

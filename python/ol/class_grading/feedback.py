@@ -10,8 +10,10 @@
                          `ol check --html` page, drawn by ol.grading.html_report)
 
 No level shows a line of the reference or an alternate, which stay secret
-in a class: a survivor is counted by function, never shown as its diff,
-and the page shows no source (html_report.without_answers).
+in a class: a survivor is shown as its witness (ol.grading.witnesses: the
+call on which a correct implementation and the changed one differ), counted
+under the public function that call reaches, never as its diff; the page
+shows no source (html_report.without_answers).
 
     top_line(outcome, "full")        "NOT PASSED: 82.64 of 100 points: score 0.71 below 0.80"
     write_feedback(outcome, record, "full", folder, source, source_path)
@@ -64,13 +66,31 @@ def pitfall_title(pitfall) -> str:
     return f"Misconception: {pitfall.misconception.rstrip('.')} ({state})"
 
 
-def survivors_by_function(outcome: Outcome, limit: int | None = 0) -> list[tuple[str, list, int]]:
-    """(function, survivors shown, how many survive there), most survivors first."""
-    groups: dict[str, list] = {}
-    for survivor in outcome.survivors:
-        groups.setdefault(survivor.function, []).append(survivor)
-    ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
-    return [(function, group if limit is None else group[:limit], len(group)) for function, group in ordered]
+WITNESSES_SHOWN = 3   # distinct witnesses per function in <student>.md and on Gradescope
+
+
+def survivor_lines(outcome: Outcome, bullet: str = "- ") -> list[str]:
+    """The survivors as a student reads them: per public function, how many survive and up to
+    WITNESSES_SHOWN calls that would catch them; then how many no course-test call tells apart."""
+    from ol.grading.report import POSSIBLY_EQUIVALENT, survivors_by_call
+
+    lines = []
+    for function, count, sentences in survivors_by_call(outcome.survivors):
+        if function == POSSIBLY_EQUIVALENT:
+            lines.append(f"{bullet}{count} that {POSSIBLY_EQUIVALENT}")
+            continue
+        more = len(sentences) - WITNESSES_SHOWN
+        lines.append(f"{bullet}`{function}`: {count}" + (", for example:" if sentences else ""))
+        lines += [f"    {bullet}`{sentence.split(': a right implementation')[0]}`: a right implementation"
+                  f"{sentence.split(': a right implementation', 1)[1]}" for sentence in sentences[:WITNESSES_SHOWN]]
+        if more > 0:
+            lines.append(f"    {bullet}and {more} other call{'s' if more > 1 else ''}")
+    return lines
+
+
+SURVIVORS_SAID = ("small changes to the course's implementation (which stays secret: none of its lines is shown) "
+                  "that none of your tests notices. Each is shown by a call on which a correct implementation and "
+                  "the changed one differ: a test that makes that call and checks that value would catch it.")
 
 
 def left_out_sentence(entry: dict) -> str:
@@ -121,11 +141,8 @@ def markdown(outcome: Outcome, table: dict[str, float], level: str) -> str:
                                                            else ""))
         lines.append("")
     if outcome.survivors:
-        groups = survivors_by_function(outcome, 0)
-        lines += ["## Surviving mutants", "",
-                  f"{len(outcome.survivors)} small changes to the course's implementation (which stays secret: "
-                  "none of its lines is shown) that none of your tests notices, by function:", ""]
-        lines += [f"- {function}: {count}" for function, _, count in groups]
+        lines += ["## Surviving mutants", "", f"{len(outcome.survivors)} {SURVIVORS_SAID}", ""]
+        lines += survivor_lines(outcome)
         lines.append("")
     lines += ["## Files", ""]
     names = outcome.record.names

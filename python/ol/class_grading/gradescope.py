@@ -42,8 +42,10 @@ What each entry shows follows --feedback, as in `ol grade` (ol.class_grading.fee
     output (the top)     verdict, points   + why, its first 3 details      + every detail
     course tests         how many pass     how many pass                   + the first failure
     mutation grade       (empty)           the score, the floors, the      the same (no line
-                                           survivors counted by function,  of the reference:
-                                           the tests and files left out    it stays secret)
+                                           survivors by the function and   of the reference:
+                                           call that would catch them      it stays secret)
+                                           (their witnesses), the tests
+                                           and files left out
     pitfalls             (empty)           how many caught                 how many caught
     one per misconception (none)           caught or not, the symptom      the same
 
@@ -336,7 +338,7 @@ def results_json(outcome, table: dict[str, float], level: str, visibility: str =
     """An Outcome as Gradescope's results.json: three parts whose maximums add
     up to the catalog's total, then one line per misconception; what each
     shows by `level` and when by `visibility` (the module's docstring)."""
-    from ol.class_grading.feedback import ROUNDING, part_lines, pitfall_title, survivors_by_function, top_line
+    from ol.class_grading.feedback import ROUNDING, part_lines, pitfall_title, top_line
 
     if visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, got {visibility!r}")
@@ -345,7 +347,7 @@ def results_json(outcome, table: dict[str, float], level: str, visibility: str =
     course_detail = said and level == "full" and outcome.reason.startswith("course tests fail")
     outputs = {
         "course_tests": f"{lines['course tests'].capitalize()}." + (_block(outcome.details) if course_detail else ""),
-        "mutation": _mutation_output(outcome, lines["mutation grade"], level, survivors_by_function),
+        "mutation": _mutation_output(outcome, lines["mutation grade"], level),
         "pitfalls": f"{lines['pitfalls'].capitalize()}." if said else "",
     }
     ran = {"course_tests": outcome.course is not None, "mutation": outcome.graded, "pitfalls": outcome.graded}
@@ -378,7 +380,7 @@ def results_json(outcome, table: dict[str, float], level: str, visibility: str =
     return data
 
 
-def _mutation_output(outcome, line: str, level: str, survivors_by_function) -> str:
+def _mutation_output(outcome, line: str, level: str) -> str:
     from ol.grading.floors import floor_line
 
     if level == "none":
@@ -395,11 +397,11 @@ def _mutation_output(outcome, line: str, level: str, survivors_by_function) -> s
     below = [floor_line(f) for f in outcome.floors if not f.get("met")]
     if below:
         text += "\n\nBelow a function's floor (every public function needs its share caught): " + "; ".join(below) + "."
-    groups = survivors_by_function(outcome, 0)
-    if groups:
-        text += (f"\n\n{len(outcome.survivors)} generated mutants survive (small changes to the course's "
-                 "implementation, which stays secret, that none of your tests notices), by function: "
-                 + ", ".join(f"{function} {count}" for function, _, count in groups) + ".")
+    if outcome.survivors:
+        from ol.class_grading.feedback import SURVIVORS_SAID, survivor_lines
+
+        text += f"\n\n{len(outcome.survivors)} generated mutants survive: {SURVIVORS_SAID}\n\n" + \
+            "\n".join(survivor_lines(outcome))
     return text
 
 

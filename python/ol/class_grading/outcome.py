@@ -49,6 +49,8 @@ class SurvivorLine:
     id: str
     function: str
     diff: str
+    witness: dict | None = None            # ol.grading.witnesses.Witness's fields (the course's words)
+    possibly_equivalent: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,8 @@ def read_outcome(record: GradeRecord, table: dict[str, float], catalog_pitfalls:
         points=points(table, course=course_pair, score=score, pitfalls=(caught, len(pitfalls)) if graded else None),
         score=score, killed=killed if graded else 0, counted=counted if graded else 0, threshold=threshold,
         course=course_pair, pitfalls=pitfalls,
-        survivors=tuple(SurvivorLine(s.id, s.function, s.diff) for s in result.survivors) if graded else (),
+        survivors=tuple(SurvivorLine(s.id, s.function, s.diff, s.witness, s.possibly_equivalent)
+                        for s in result.survivors) if graded else (),
         suite_output=in_student_words(result.output, names) if result is not None and _rejected(result) else "",
         floors=floors, rejected=rejected,
         ignored=tuple(record.ignored), submitted=record.submitted,
@@ -322,7 +325,8 @@ def check_result(outcome: Outcome):
     tests = {p.id: tuple(words(t) for t in p.tests) for p in checked.pitfalls}
     result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(p.caught), tests.get(p.id, ()))
                        for p in outcome.pitfalls]
-    result.survivors = [Survivor(s.id, s.function, s.diff) for s in outcome.survivors]
+    result.survivors = [Survivor(s.id, s.function, s.diff, s.possibly_equivalent, s.witness)
+                        for s in outcome.survivors]
     result.excluded = dict(checked.excluded)
     result.course_tests = dict(checked.course_tests)
     result.killed_by = {key: words(test) for key, test in checked.killed_by.items()}

@@ -16,7 +16,9 @@
        implementation ("your test rejects a correct implementation" otherwise);
     5. the suite runs against the pitfall mutants and every counted generated
        mutant, shuffled, with the correct implementations run again among
-       them; a mutant is killed when the suite fails, hangs or crashes on it.
+       them; a mutant is killed when the suite fails, hangs or crashes on it;
+    6. each survivor gets its witness (ol.grading.witnesses), the call that tells
+       it from the reference, unless the session says its mutants have none.
 
     score  = killed / counted   (pitfalls and generated mutants alike)
     passed = score >= threshold and every pitfall killed and every public
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,6 +48,7 @@ from ol.grading.rejected import rejected_tests
 from ol.grading.grader import FAILED, NOT_IMPORTED, NOT_RUN, REFUSED, Grader, SuiteProblem, Verdict
 from ol.grading.static_check import FILE, Violation, check_student_tests
 from ol.grading.test_folder import TestFolder
+from ol.grading.witnesses import find_witnesses
 
 DEFAULT_TIME_LIMIT = 60.0   # processor seconds: the course tests, collecting the suite, a correct run
 
@@ -63,7 +67,9 @@ class Survivor:
     id: str
     function: str
     diff: str
-    possibly_equivalent: bool | None = None   # student kit: the course tests miss it too (None: not asked)
+    possibly_equivalent: bool | None = None   # the course tests' calls (a kit: the course tests) do not tell it
+                                              # from a correct implementation; None: not asked
+    witness: dict | None = None   # the call that does (ol.grading.witnesses.Witness's fields), when one was found
 
 
 @dataclass(frozen=True)
@@ -220,8 +226,26 @@ def check_module(root: Path, module_id: str, request: CheckRequest = CheckReques
     verdicts = None if isolated or request.fresh else (
         request.verdicts or session.root / ".ol" / "verdicts" / f"{session.module.id}.json")
     limits = confine.Limits(memory=request.memory_limit << 20) if request.memory_limit is not None else None
-    return _check(session, request, confinement=confinement, sharing="isolated" if isolated else "shared", verdict_cache=verdicts,
-                  limits=limits, on_event=on_event)
+    result = _check(session, request, confinement=confinement, sharing="isolated" if isolated else "shared",
+                    verdict_cache=verdicts, limits=limits, on_event=on_event)
+    if session.survivors_have_witnesses and result.survivors:
+        with_witnesses(session, result)
+    return result
+
+
+def with_witnesses(session: GradingSession, result: CheckResult) -> None:
+    """Give each survivor its witness, or possibly_equivalent=True when no course-test call
+    tells it from the reference.  A search that fails costs the witnesses, never the grade."""
+    by_id = {m.id: m for m in session.mutants.counted}
+    try:
+        found = find_witnesses(session, [by_id[s.id] for s in result.survivors if s.id in by_id])
+    except (GradingFault, OSError) as error:
+        print(f"ol: the survivors are shown without witnesses: {error}", file=sys.stderr)
+        return
+    result.survivors = [
+        dataclasses.replace(s, witness=dataclasses.asdict(found[s.id]) if found.get(s.id) else None,
+                            possibly_equivalent=s.id in found and found[s.id] is None)
+        for s in result.survivors]
 
 
 def refusing_unconfined(confinement: str, allowed: bool) -> bool:

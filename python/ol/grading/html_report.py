@@ -104,7 +104,7 @@ def to_html(result: CheckResult, source: str | None, source_path: str) -> str:
     if result.reason is not None:
         body = _not_graded(result)
     else:
-        body = "\n".join((_summary(result), _pitfalls(result), _functions(result),
+        body = "\n".join((_summary(result), _witnesses(result), _pitfalls(result), _functions(result),
                           _source(result, source, source_path) if source is not None else SECRET))
         if result.course_failure and result.course_failure.get("output"):
             body += f"\n<h2>{_e(COURSE_OUTPUT_HEADING)}</h2><pre>{_e(result.course_failure['output'])}</pre>"
@@ -114,10 +114,35 @@ def to_html(result: CheckResult, source: str | None, source_path: str) -> str:
 
 SECRET = """
 <section id="source">
-  <h2>Surviving mutants</h2>
-  <p class="muted">Each survivor is a small change to the course's own implementation, which stays secret:
-     none of its lines is shown here. The table above says in which function your tests miss changes;
-     write the test that would notice a change there.</p>
+  <p class="muted">The course's own implementation, which the mutants change, stays secret: none of its
+     lines is shown here. Each survivor is shown above by a call that tells it apart.</p>
+</section>"""
+
+
+def _witnesses(result: CheckResult) -> str:
+    """Each surviving mutant by the call that would catch it (its witness), per public function:
+    what to do next, before the long lists."""
+    if not result.survivors:
+        return ""
+    from ol.grading.report import POSSIBLY_EQUIVALENT, survivors_by_call
+
+    items = []
+    for function, count, sentences in survivors_by_call(result.survivors):
+        if function == POSSIBLY_EQUIVALENT:
+            items.append(f"<li>{count} that {_e(POSSIBLY_EQUIVALENT)}</li>")
+            continue
+        calls = "".join(f"<li><code>{_e(sentence)}</code></li>" for sentence in sentences)
+        items.append(f"<li><b><code>{_e(function)}</code></b>: {count} survive"
+                     + (f"<details{' open' if len(items) == 0 else ''}><summary>{len(sentences)} call"
+                        f"{'s' if len(sentences) != 1 else ''} that would catch them</summary><ul>{calls}</ul>"
+                        "</details>" if sentences else "") + "</li>")
+    return f"""
+<section id="witnesses">
+  <h2>Surviving mutants: the calls that would catch them</h2>
+  <p class="muted">Each survivor is a small change none of your tests notices, shown by a call on which a
+     correct implementation and the changed one differ: a test that makes that call and checks that value
+     would catch it.</p>
+  <ul>{''.join(items)}</ul>
 </section>"""
 
 
@@ -199,7 +224,9 @@ def _pitfalls(result: CheckResult) -> str:
     for pitfall in result.pitfalls:
         tests = list(pitfall.tests) or [t for t in [result.killed_by.get(f"pitfall:{pitfall.id}")] if t]
         by = "".join(f"<li><code>{_e(test)}</code></li>" for test in tests)
-        status = ('<span class="k">caught</span>' + (f'<div class="by">by<ul>{by}</ul></div>' if by else "")
+        status = ('<span class="k">caught</span>' + (f'<details class="by"><summary>by {len(tests)} test'
+                                                       f'{"s" if len(tests) != 1 else ""}</summary><ul>{by}</ul>'
+                                                       "</details>" if by else "")
                   if pitfall.killed else '<span class="s">MISSED</span>')
         rows.append(f'<tr class="{"killed" if pitfall.killed else "survived"}"><td>{_e(pitfall.id)}</td>'
                     f"<td>{status}</td><td>{_e(pitfall.misconception)}</td><td>{_e(pitfall.symptom)}</td></tr>")

@@ -68,6 +68,7 @@ class LocalSession(GradingSession):
 
     suite_needs_passing_code = True     # mutants of code that fails the course tests grade nothing
     variants_must_import = True         # a mutant or chaff of the student's code that never imports is no catch
+    survivors_have_witnesses = False    # its mutants are of the student's code, shown as their own diffs
 
     def __init__(self, root: Path, module_id: str, *, cache_dir: Path | None = None):
         self.root = Path(root).resolve()
@@ -165,8 +166,7 @@ def _mark_possibly_equivalent(session: LocalSession, result: CheckResult, *, wor
     except SandboxFault as fault:
         raise GradingFault(f"the grader failed: {fault}") from None
     possibly = {runs[number].id for number, outcome in outcomes.items() if outcome.exit == 0}
-    result.survivors = [s.__class__(s.id, s.function, s.diff, possibly_equivalent=s.id in possibly)
-                        for s in result.survivors]
+    result.survivors = [dataclasses.replace(s, possibly_equivalent=s.id in possibly) for s in result.survivors]
     result.mutants = [m if m.killed else dataclasses.replace(m, possibly_equivalent=m.id in possibly)
                       for m in result.mutants]
 

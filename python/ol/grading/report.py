@@ -1,8 +1,13 @@
 """A CheckResult as the student reads it: terminal text, or one JSON object.
 
 Pitfalls are shown by misconception and symptom, never by their diff (the
-point is to find the bug, not to be told it); surviving generated mutants are
-shown with their diff and the function they live in.
+point is to find the bug, not to be told it).  A surviving generated mutant
+is shown first as its witness, the call on which it and a correct
+implementation differ (ol.grading.witnesses), grouped by the public function
+that call reaches; then its diff (in a student kit, of the student's own
+code; here, where the reference is in the repository anyway, of the
+reference).  Every report a class gets back shows the witness alone
+(ol.class_grading.feedback).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from ol.grading.grader import NOT_RUN, REFUSED
 from ol.grading.floors import floor_line
 
 DEFAULT_MAX_SURVIVORS = 3   # diffs shown per function; --all shows every one
+POSSIBLY_EQUIVALENT = "no call of the course tests tells them apart (possibly equivalent)"
 COURSE_TESTS_FAILED = "course tests fail on your code"     # how check.py's reason starts when they do
 COURSE_OUTPUT_HEADING = "The course tests on your code (pytest's report)"
 
@@ -207,15 +213,18 @@ def _unreviewed(result: CheckResult) -> bool:
 
 
 def _survivors(survivors: list, max_survivors: int | None, mutants_of: str = CheckResult.mutants_of) -> list[str]:
-    """Survivors grouped by the function they change, with counts; the first
-    `max_survivors` of each group with their diffs (None: all of them).  A
-    survivor of the student's own code says whether the course tests notice it."""
+    """Survivors grouped by the public function their witness calls (a survivor without one: by the
+    function it changes), with counts; the first `max_survivors` of each group with their witness and
+    diff (None: all of them).  A survivor of the student's own code says whether the course tests notice it."""
     groups: dict[str, list] = {}
     for survivor in survivors:
-        groups.setdefault(survivor.function, []).append(survivor)
+        groups.setdefault(survivor_group(survivor), []).append(survivor)
     lines = [f"Surviving mutants ({len(survivors)}): changes to {mutants_of} that none of your tests notices, "
-             "by function:"]
-    if any(s.possibly_equivalent is not None for s in survivors):
+             "by the function a call must reach to notice them:"]
+    if any(s.witness for s in survivors):
+        lines.append("(each with a call of the course tests on which a correct implementation and the changed "
+                     "one differ: a test that makes that call and checks that value catches it)")
+    if any(s.possibly_equivalent is not None and not s.witness for s in survivors) and mutants_of != CheckResult.mutants_of:
         lines.append("(none is reviewed: \"possibly equivalent\" marks the ones the course tests do not notice "
                      "either; look at each: it may behave exactly as your code does)")
     elif mutants_of != CheckResult.mutants_of:
@@ -230,18 +239,51 @@ def _survivors(survivors: list, max_survivors: int | None, mutants_of: str = Che
         hidden += len(group) - len(shown)
         if not shown:   # --max-survivors 0: the counts above alone
             continue
-        lines += ["", f"in {function} ({len(group)}):"]
+        lines += ["", f"{function} ({len(group)}):"]
         for survivor in shown:
-            lines.append(f"  [{survivor.id}]" + _equivalence_note(survivor))
+            lines.append(f"  [{survivor.id}]" + _equivalence_note(survivor, mutants_of != CheckResult.mutants_of))
+            if survivor.witness:
+                lines.append(textwrap.fill(witness_sentence(survivor.witness), 110, initial_indent="    ",
+                                           subsequent_indent="      ", break_on_hyphens=False))
             lines.append(_indent(survivor.diff, 4))
     if hidden:
         lines += ["", f"({hidden} more not shown: ./ol check ... --all shows every one, --max-survivors N more per function)"]
     return lines
 
 
-def _equivalence_note(survivor) -> str:
-    if survivor.possibly_equivalent is None:
+def survivor_group(survivor) -> str:
+    """The public function a survivor counts under: the one its witness calls; without a witness, the
+    function the mutant changes, marked as such."""
+    if survivor.witness:
+        return survivor.witness["function"]
+    return survivor.function
+
+
+def survivors_by_call(survivors: list) -> list[tuple[str, int, list[str]]]:
+    """(public function, how many survive under it, the distinct witness sentences) for each function
+    a witness calls, most survivors first; survivors without a witness last, under
+    POSSIBLY_EQUIVALENT with no sentence.  What every report a class gets back shows of a survivor."""
+    groups: dict[str, list] = {}
+    for survivor in survivors:
+        groups.setdefault(survivor.witness["function"] if survivor.witness else POSSIBLY_EQUIVALENT,
+                          []).append(survivor)
+    ordered = sorted(groups.items(), key=lambda item: (item[0] == POSSIBLY_EQUIVALENT, -len(item[1]), item[0]))
+    return [(function, len(group), list(dict.fromkeys(witness_sentence(s.witness) for s in group if s.witness)))
+            for function, group in ordered]
+
+
+def witness_sentence(witness: dict) -> str:
+    """ol.grading.witnesses.Witness.sentence, from the record's fields."""
+    from ol.grading.witnesses import Witness, WITNESS_FIELDS
+
+    return Witness(**{name: witness.get(name, "") for name in WITNESS_FIELDS}).sentence()
+
+
+def _equivalence_note(survivor, kit: bool) -> str:
+    if survivor.possibly_equivalent is None or survivor.witness:
         return ""
+    if not kit:
+        return "  possibly equivalent: no call of the course tests tells it from a correct implementation"
     return ("  possibly equivalent (the course tests do not notice it either)" if survivor.possibly_equivalent
             else "  the course tests notice it: a real change of behaviour")
 

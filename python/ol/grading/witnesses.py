@@ -1,0 +1,113 @@
+"""A witness for every survivor: the one call on which it and a right implementation differ.
+
+    witnesses = find_witnesses(session, [mutant, ...])
+    witnesses["apply_rope:3f2a1b9c04"]
+    # Witness(function="apply_rope", call="apply_rope(x=Tensor float32[1, 2] [[1., 0.]], ...)",
+    #         expected="out[0, 1] = 0.84147", got="...", where="...")   or None: possibly equivalent
+
+A surviving mutant is shown to a student as its witness, never as its diff:
+the diff is a line of the reference, which stays secret wherever students
+are graded.  A witness is found among the calls the course tests make to
+the module's public contract, smallest first (ol.witness_replay, inside
+one run of the course tests on the reference with every call recorded,
+ol.pytest_call_recorder).  A mutant on which no such call differs has no
+witness: it is possibly equivalent, said so, and still counted.
+
+Mutants, the reference and the course tests are the course's own, trusted
+code: they run unconfined, in one pytest process.  Witnesses are cached per
+mutant set (the session's fingerprint), beside the mutants' cache, so each
+mutant's is found once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ol.files import write_whole
+from ol.grading.mutants import _default_cache_dir
+
+WITNESS_FIELDS = ("function", "call", "expected", "got", "where")
+
+
+@dataclass(frozen=True)
+class Witness:
+    function: str    # the public function (Class.method for a method) the call reaches
+    call: str        # the call, its arguments named, small arrays in full
+    expected: str    # what a right implementation gives (at `where`)
+    got: str         # what the broken one gives instead
+    where: str       # the first place they differ: "out[0, 1]", "out[1]'s dtype and shape";
+                     # "" when one of them raises (expected and got then say "raises ...", "returns ...")
+
+    def sentence(self) -> str:
+        """The witness as a student can turn it into a test:
+        `apply_rope(...)`: a right implementation gives out[0, 1] = 0.84147, a broken one -0.84147."""
+        if self.where:
+            return f"{self.call}: a right implementation gives {self.where} = {self.expected}, a broken one {self.got}"
+        return f"{self.call}: a right implementation {self.expected}, a broken one {self.got}"
+
+
+def find_witnesses(session, mutants: list) -> dict[str, Witness | None]:
+    """{mutant id: its Witness, or None when no course-test call tells it from the reference}.
+    `mutants`: anything with .id and .source (ol.grading.mutants.Mutant)."""
+    cache = _cache_file(session)
+    known = _read(cache)
+    missing = [m for m in mutants if m.id not in known]
+    if missing:
+        known.update(_search(session, missing))
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            write_whole(cache, json.dumps(known))
+        except OSError:
+            pass   # a read-only home only costs time
+    return {m.id: _witness(known.get(m.id)) for m in mutants}
+
+
+def _witness(entry: dict | None) -> Witness | None:
+    if not entry or "none" in entry:
+        return None
+    return Witness(**{name: str(entry.get(name, "")) for name in WITNESS_FIELDS})
+
+
+def _cache_file(session) -> Path:
+    """Keyed by everything that shapes a witness: the session's fingerprint (the reference, the course
+    tests, the grader's code) and the replay's code outside ol.grading."""
+    ol = Path(__file__).resolve().parents[1]
+    replay = b"".join((ol / name).read_bytes() for name in ("witness_replay.py", "pytest_call_recorder.py"))
+    key = hashlib.sha256(session.fingerprint().encode() + replay).hexdigest()[:24]
+    return _default_cache_dir() / f"witnesses-{session.module.id}-{key}.json"
+
+
+def _read(cache: Path) -> dict:
+    try:
+        data = json.loads(cache.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _search(session, mutants: list) -> dict[str, dict]:
+    """Run the course tests on the reference once, recording, and search each mutant's witness."""
+    from ol.grading.session import GradingFault
+    from ol.runner import run_tests
+
+    module = session.module
+    with tempfile.TemporaryDirectory(prefix="ol-witnesses-") as scratch:
+        settings, out = Path(scratch) / "settings.json", Path(scratch) / "results.json"
+        settings.write_text(json.dumps({
+            "target": session.target, "out": str(out), "limit": 20000, "base": session.reference.source,
+            "variants": [{"id": m.id, "source": m.source} for m in mutants],
+        }), encoding="utf-8")
+        run = run_tests(session.root, module, [session.root / module.course_tests], implementation="reference",
+                        pytest_args=["-p", "ol.pytest_call_recorder", "--ol-record", str(settings), "-q"],
+                        capture=True, catalog=session.catalog)
+        if not out.is_file():
+            raise GradingFault(f"the witnesses of {module.id}'s mutants could not be searched: the course tests "
+                               f"on the reference gave pytest exit {run.exit_code}\n{run.output[-3000:]}")
+        results = json.loads(out.read_text(encoding="utf-8"))
+    if "error" in results:
+        raise GradingFault(f"searching the witnesses of {module.id}'s mutants failed:\n{results['error']}")
+    return results["witnesses"]
