@@ -35,7 +35,9 @@ REQUIRED_KEYS = ("id", "title", "rung", "needs", "files", "chapter", "course_tes
 OPTIONAL_KEYS = ("contracts", "starter", "grading")
 GRADING_KEYS = ("threshold", "target", "pitfalls", "equivalent", "alternates",
                 "model_answer", "allowed_imports")
-GRADING_OPTIONAL_KEYS = ("points", "chaffs", "floors", "rejected", "max_rejected")
+GRADING_OPTIONAL_KEYS = ("points", "chaffs", "floors", "rejected", "max_rejected", "features")
+FEATURE_KEYS = ("id", "title", "floor")
+FEATURE_OPTIONAL_KEYS = ("calls", "when", "raises", "gradient")
 # What each part of a grade is worth in an autograder (ol gradescope) unless
 # [module.grading.points] says otherwise.
 DEFAULT_POINTS = {"course_tests": 40.0, "mutation": 50.0, "pitfalls": 10.0}
@@ -62,6 +64,38 @@ class UnknownModule(OlError, ValueError):
 
 
 @dataclass(frozen=True)
+class Feature:
+    """What the chapter teaches, as the calls that exercise it ([[module.grading.features]]).
+
+    A counted mutant belongs to the first feature, in catalog order, whose
+    calls its witness is one of (ol.grading.witnesses): the smallest call of
+    the course tests on which it differs from the reference.  A call is the
+    feature's when every condition given holds:
+
+        calls      the public function (or Class, Class.method) called
+        when       a Python expression over the call's arguments by name
+                   ("past is not None", "n_kv_heads < n_heads"; `arguments`
+                   is all of them, `self` a method's object, and `find(value,
+                   key)` looks a key up in nested dicts and objects)
+        raises     the reference raises on it (true) or answers it (false)
+        gradient   they differ in a gradient (true), or in the result (false)
+
+    A suite must catch `floor` of each feature's mutants (ol.grading.features)."""
+
+    id: str
+    title: str
+    floor: float
+    calls: tuple[str, ...] = ()
+    when: str = ""
+    raises: bool | None = None
+    gradient: bool | None = None
+
+    def as_setting(self) -> dict:
+        return {"id": self.id, "calls": list(self.calls), "when": self.when, "raises": self.raises,
+                "gradient": self.gradient}
+
+
+@dataclass(frozen=True)
 class Grading:
     """How `ol check` grades the student's own tests by mutation ([module.grading])."""
 
@@ -82,6 +116,7 @@ class Grading:
     # test left out tells the grade one bit of what the correct implementation does (a test that guesses
     # a bit of its output is kept exactly when it guessed right): a suite may not buy its oracle by guessing
     max_rejected: int = 2
+    features: tuple[Feature, ...] = ()   # what the chapter teaches, each with its floor (Feature)
 
 
 @dataclass(frozen=True)
@@ -332,7 +367,41 @@ def _parse_grading(table, where: str, warnings: list[str]) -> Grading:
         floors={name: float(share) for name, share in floors.items()},
         rejected=_rejected_policy(table.get("rejected", "drop"), where),
         max_rejected=_max_rejected(table.get("max_rejected", 2), where),
+        features=_features(table.get("features", []), where, warnings),
     )
+
+
+def _features(entries, where: str, warnings) -> tuple[Feature, ...]:
+    if not isinstance(entries, list):
+        raise CatalogError(f"{where}: features must be an array of tables ([[module.grading.features]]), "
+                           f"got {type(entries).__name__}")
+    features = []
+    for number, entry in enumerate(entries, start=1):
+        at = f"{where}, feature {number}"
+        if not isinstance(entry, Mapping):
+            raise CatalogError(f"{at}: expected a table, got {type(entry).__name__}")
+        _check_keys(entry, FEATURE_KEYS, FEATURE_OPTIONAL_KEYS, at, "feature", warnings)
+        floor, calls, when = entry["floor"], entry.get("calls", []), entry.get("when", "")
+        if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 <= floor <= 1:
+            raise CatalogError(f"{at}: floor must be a share from 0 to 1 of the feature's mutants, got {floor!r}")
+        if isinstance(calls, str):
+            calls = [calls]
+        if not isinstance(calls, list) or not all(isinstance(c, str) and c for c in calls):
+            raise CatalogError(f"{at}: calls must be a function name or a list of them, got {calls!r}")
+        if not isinstance(when, str):
+            raise CatalogError(f"{at}: when must be a Python expression as a string, got {when!r}")
+        try:
+            compile(when or "True", at, "eval")
+        except SyntaxError as error:
+            raise CatalogError(f"{at}: when is not a Python expression: {error.msg}: {when!r}") from None
+        flags = {key: entry.get(key) for key in ("raises", "gradient")}
+        if any(value is not None and not isinstance(value, bool) for value in flags.values()):
+            raise CatalogError(f"{at}: raises and gradient must be true or false, got {flags!r}")
+        features.append(Feature(_string(entry, "id", at), _string(entry, "title", at), float(floor),
+                                tuple(calls), when, flags["raises"], flags["gradient"]))
+    if len({f.id for f in features}) != len(features):
+        raise CatalogError(f"{where}: two features share an id: {', '.join(f.id for f in features)}")
+    return tuple(features)
 
 
 def _check_needs(modules: list[Module]) -> None:

@@ -84,7 +84,8 @@ def pytest_sessionfinish(session, exitstatus) -> None:
         results = {"recorded": len(recorder.calls), "unrecordable": recorder.unrecordable}
         if "variants" in settings:   # ol.grading.witnesses: one call that tells each variant from the base
             from ol.witness_replay import find_witnesses
-            results["witnesses"] = find_witnesses(recorder, settings["base"], settings["variants"])
+            results["witnesses"] = find_witnesses(recorder, settings["base"], settings["variants"],
+                                                  settings.get("features", []))
         else:
             results["pairs"] = {pair["id"]: compare_pair(recorder, pair) for pair in settings["pairs"]}
     except Exception:  # a fault of the comparison itself: said, never a silent pass

@@ -49,8 +49,11 @@ class _TooLong(BaseException):   # not an Exception: no `except Exception` in a 
     pass
 
 
-def find_witnesses(recorder: Recorder, base_source: str, variants: list[dict]) -> dict[str, dict]:
-    """{variant id: a witness (function, call, expected, got, where) or {"none": why}}."""
+def find_witnesses(recorder: Recorder, base_source: str, variants: list[dict],
+                   features: list[dict] = ()) -> dict[str, dict]:
+    """{variant id: a witness (function, call, expected, got, where, feature) or {"none": why}}.
+    features: the catalog's (ol.catalog.Feature.as_setting), in order; a witness's feature is
+    the first whose conditions its call meets ("" for none)."""
     base = load_module("ol_witness_base", base_source)
     right = Side(base, recorder.calls)
     expected = {}
@@ -68,7 +71,12 @@ def find_witnesses(recorder: Recorder, base_source: str, variants: list[dict]) -
         except Exception as error:
             results[variant["id"]] = {"none": f"it does not import: {type(error).__name__}: {str(error)[:200]}"}
             continue
-        results[variant["id"]] = _first_witness(recorder, base, Side(module, recorder.calls), order, expected)
+        found = _first_witness(recorder, base, Side(module, recorder.calls), order, expected)
+        if "none" not in found:
+            index = found.pop("index")
+            found["feature"] = _feature(features, recorder.calls, index, base,
+                                        isinstance(expected[index][0], Raised), found["where"])
+        results[variant["id"]] = found
     return results
 
 
@@ -90,7 +98,7 @@ def _first_witness(recorder: Recorder, base, broken: Side, order: list[int], exp
         if found:
             where, want, have = found
             return {"function": _function(call), "call": describe(recorder.calls, call, base),
-                    "expected": want, "got": have, "where": where}
+                    "expected": want, "got": have, "where": where, "index": index}
     return {"none": NO_WITNESS if spent <= VARIANT_SECONDS else
             f"none found within {VARIANT_SECONDS:g} s of calls"}
 
@@ -133,6 +141,74 @@ def _size(call: Call) -> int:
             return sum(count(v) for _, v in snapshot[2])
         return 1
     return count(call.args) + count(call.kwargs)
+
+
+# ---- which feature of the chapter a call exercises ---------------------------------------
+
+
+class _Arguments(dict):
+    """A call's arguments by name for a feature's `when`; a name it lacks is None."""
+
+    def __missing__(self, key):
+        return None
+
+
+def find(value, key: str):
+    """`key`'s value anywhere in nested dicts, lists and objects' fields (None when nowhere)."""
+    if isinstance(value, dict):
+        if key in value:
+            return value[key]
+        values = list(value.values())
+    elif isinstance(value, (list, tuple)):
+        values = list(value)
+    elif _fields(value) is not None or dataclasses.is_dataclass(value):
+        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)} \
+            if dataclasses.is_dataclass(value) else _fields(value)
+        if key in fields:
+            return fields[key]
+        values = list(fields.values())
+    else:
+        return None
+    for inner in values:
+        found = find(inner, key)
+        if found is not None:
+            return found
+    return None
+
+
+def _feature(features: list[dict], calls: list[Call], index: int, base, raises: bool, where: str) -> str:
+    call = calls[index]
+    for feature in features:
+        if feature.get("calls") and _function(call) not in feature["calls"]:
+            continue
+        if feature.get("raises") is not None and feature["raises"] != raises:
+            continue
+        if feature.get("gradient") is not None and feature["gradient"] != where.startswith("the gradient"):
+            continue
+        if feature.get("when") and not _holds(feature["when"], calls, call, base):
+            continue
+        return feature["id"]
+    return ""
+
+
+def _holds(when: str, calls: list[Call], call: Call, base) -> bool:
+    """The catalog's (trusted) expression over the call's arguments, made afresh on the right version."""
+    side = Side(base, calls)
+    try:
+        target = getattr(side.make(call.owner, []), call.method) if call.kind == "method" \
+            else getattr(base, call.name)
+        bound = inspect.signature(target).bind(*side.materialize(("tuple", call.args[1]), []),
+                                               **side.materialize(call.kwargs, []))
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        if call.kind == "method":
+            arguments["self"] = target.__self__
+        names = _Arguments({**arguments, "find": find, "np": np, "arguments": arguments})
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return bool(eval(when, {"__builtins__": {"len": len, "isinstance": isinstance, "str": str}}, names))
+    except Exception:
+        return False
 
 
 # ---- what differs -----------------------------------------------------------------------

@@ -51,7 +51,8 @@ def part_lines(outcome: Outcome, table: dict[str, float]) -> list[tuple[str, str
         if part == "course_tests":
             what = f"{outcome.course[0]} of {outcome.course[1]} pass" if outcome.course else "did not run"
         elif part == "mutation":
-            needs = "every pitfall and each function's floor" if outcome.floors else "every pitfall"
+            needs = ("every pitfall, each function's floor and each feature's" if any("id" in f for f in outcome.floors)
+                     else "every pitfall and each function's floor" if outcome.floors else "every pitfall")
             what = (f"score {shown(outcome.score)}: your tests catch {outcome.killed} of {outcome.counted} faults "
                     f"(to pass: {outcome.threshold:.2f}, {needs})" if outcome.graded else "not graded")
         else:
@@ -131,7 +132,7 @@ def markdown(outcome: Outcome, table: dict[str, float], level: str) -> str:
                 lines += ["", "  ```", *("  " + line for line in str(entry["failure"]).splitlines()[:8]), "  ```"]
         lines.append("")
     if outcome.floors:
-        lines += ["## Every public function (each needs its share of mutants caught)", ""]
+        lines += ["## Every public function and feature of the chapter (each needs its share of mutants caught)", ""]
         lines += [f"- {floor_line(f)}{'' if f.get('met') else ': BELOW its floor'}" for f in outcome.floors]
         lines.append("")
     if outcome.pitfalls:

@@ -396,7 +396,8 @@ def _mutation_output(outcome, line: str, level: str) -> str:
             f"- {left_out_sentence(entry)}" for entry in outcome.rejected)
     below = [floor_line(f) for f in outcome.floors if not f.get("met")]
     if below:
-        text += "\n\nBelow a function's floor (every public function needs its share caught): " + "; ".join(below) + "."
+        text += ("\n\nBelow a floor (every public function and every feature of the chapter needs its share "
+                 "caught): " + "; ".join(below) + ".")
     if outcome.survivors:
         from ol.class_grading.feedback import SURVIVORS_SAID, survivor_lines
 

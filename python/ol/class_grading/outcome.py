@@ -164,7 +164,8 @@ def _not_passed(score: Fraction, threshold: float, pitfalls: tuple[PitfallLine, 
     missed = [p.id for p in pitfalls if p.caught is False]
     if missed:
         parts.append(f"pitfall{'s' if len(missed) > 1 else ''} {', '.join(missed)} not caught")
-    parts += [f"below a function's floor: {floor_line(f)}" for f in floors if not f.get("met")]
+    parts += [f"below a {'feature' if 'id' in f else 'function'}'s floor: {floor_line(f)}"
+              for f in floors if not f.get("met")]
     return "; ".join(parts) or "not passed"
 
 

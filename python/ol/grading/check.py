@@ -22,7 +22,8 @@
 
     score  = killed / counted   (pitfalls and generated mutants alike)
     passed = score >= threshold and every pitfall killed and every public
-             function's floor met (ol.grading.floors) and the course tests pass
+             function's floor met (ol.grading.floors) and every feature's
+             (ol.grading.features) and the course tests pass
 
 How runs are confined, and what each confinement guarantees: README.md in this folder.
 """
@@ -41,6 +42,7 @@ from ol.errors import OlError
 from ol.grading import confine
 from ol.grading.collector_link import SuiteBroke
 from ol.grading.sandbox import SandboxFault
+from ol.grading.features import feature_floors
 from ol.grading.floors import function_floors
 from ol.grading.session import GradingFault, GradingSession
 from ol.grading.recheck import VerdictCache, code_digest
@@ -84,6 +86,7 @@ class MutantLine:
     killed_by: str | None = None   # the first test that failed on it; None when none did or a crash killed it
     diff: str = ""
     possibly_equivalent: bool | None = None   # student kit, survivors only (None: not asked)
+    feature: str = ""   # the chapter's feature its witness exercises (ol.grading.features); "" for none
 
     def to_json(self) -> dict:
         """The fields in order; possibly_equivalent only when it was asked."""
@@ -121,7 +124,10 @@ class CheckResult:
     carried_over: int = 0     # kills taken from the last check (their tests' code unchanged), not run again
     course_tests_kept: bool = False   # the course tests' pass taken from the last check (the same code)
     mutants_of: str = "the reference"  # what the mutants change: "your own code" in a student kit (ol.grading.local)
-    floors: list[dict] = field(default_factory=list)     # each public function's floor (ol.grading.floors.Floor)
+    floors: list[dict] = field(default_factory=list)     # each public function's floor (ol.grading.floors.Floor),
+                                                         # then each feature's (the entries of `features`)
+    features: list[dict] = field(default_factory=list)   # each feature of the chapter: id, title, share, caught,
+                                                         # counted, needed, met (ol.grading.features)
     rejected: list[dict] = field(default_factory=list)   # each test failing on a correct implementation, once:
                                                          # test, failure, implementations (ol.grading.rejected);
                                                          # left out of the grade (the catalog's `rejected` policy)
@@ -160,7 +166,7 @@ class CheckResult:
 JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
                "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by",
                "mutants", "carried_over", "course_tests_kept", "mutants_of", "floors", "rejected", "memory_bound",
-               "tests", "graded_tests", "course_failure", "not_imported")
+               "tests", "graded_tests", "course_failure", "not_imported", "features")
 
 
 def not_run_json(module: str, error: str) -> dict:
@@ -228,24 +234,40 @@ def check_module(root: Path, module_id: str, request: CheckRequest = CheckReques
     limits = confine.Limits(memory=request.memory_limit << 20) if request.memory_limit is not None else None
     result = _check(session, request, confinement=confinement, sharing="isolated" if isolated else "shared",
                     verdict_cache=verdicts, limits=limits, on_event=on_event)
-    if session.survivors_have_witnesses and result.survivors:
+    if session.survivors_have_witnesses:
         with_witnesses(session, result)
     return result
 
 
 def with_witnesses(session: GradingSession, result: CheckResult) -> None:
-    """Give each survivor its witness, or possibly_equivalent=True when no course-test call
-    tells it from the reference.  A search that fails costs the witnesses, never the grade."""
-    by_id = {m.id: m for m in session.mutants.counted}
+    """Give each survivor its witness, or possibly_equivalent=True when no course-test call tells it
+    from the reference; then each counted mutant its feature, and each feature its floor
+    (ol.grading.features), which the suite must meet to pass.  The features rest on every counted
+    mutant's witness (found once per mutant set and cached): a search that fails is a fault of the
+    grader where the module has features, and costs only the witnesses where it has none."""
+    if result.reason is not None:
+        return
+    features = session.grading.features
     try:
-        found = find_witnesses(session, [by_id[s.id] for s in result.survivors if s.id in by_id])
+        found = find_witnesses(session, list(session.mutants.counted) if features else
+                               [m for m in session.mutants.counted if m.id in {s.id for s in result.survivors}])
     except (GradingFault, OSError) as error:
+        if features:
+            raise GradingFault(f"the features of {session.module.id} cannot be judged: {error}") from None
         print(f"ol: the survivors are shown without witnesses: {error}", file=sys.stderr)
         return
     result.survivors = [
         dataclasses.replace(s, witness=dataclasses.asdict(found[s.id]) if found.get(s.id) else None,
                             possibly_equivalent=s.id in found and found[s.id] is None)
         for s in result.survivors]
+    if not features:
+        return
+    result.mutants = [dataclasses.replace(m, feature=found[m.id].feature if found.get(m.id) else "")
+                      for m in result.mutants]
+    result.features = feature_floors(features, result.mutants)
+    result.floors = [f for f in result.floors if "id" not in f] + [
+        {"function": f["title"], **f} for f in result.features]
+    result.passed = result.passed and all(f["met"] for f in result.features)
 
 
 def refusing_unconfined(confinement: str, allowed: bool) -> bool:

@@ -104,7 +104,8 @@ def to_html(result: CheckResult, source: str | None, source_path: str) -> str:
     if result.reason is not None:
         body = _not_graded(result)
     else:
-        body = "\n".join((_summary(result), _witnesses(result), _pitfalls(result), _functions(result),
+        body = "\n".join((_summary(result), _floors(result), _witnesses(result), _pitfalls(result),
+                          _functions(result) if source is not None else "",
                           _source(result, source, source_path) if source is not None else SECRET))
         if result.course_failure and result.course_failure.get("output"):
             body += f"\n<h2>{_e(COURSE_OUTPUT_HEADING)}</h2><pre>{_e(result.course_failure['output'])}</pre>"
@@ -240,6 +241,30 @@ def _pitfalls(result: CheckResult) -> str:
 </section>"""
 
 
+def _floors(result: CheckResult) -> str:
+    """Each public function and each feature of the chapter, caught of counted against its floor: the
+    verdict's parts, below-floor first, each with one call that would catch a survivor."""
+    if not result.floors:
+        return ""
+    from ol.grading.report import feature_witness
+
+    rows = []
+    for floor in sorted(result.floors, key=lambda f: f["met"]):
+        example = feature_witness(result, floor["id"]) if "id" in floor and not floor["met"] else ""
+        rows.append(f'<tr class="{"killed" if floor["met"] else "survived"}"><td>{_e(floor["function"])}</td>'
+                    f'<td class="num">{floor["caught"]} of {floor["counted"]}</td><td class="num">{floor["needed"]}</td>'
+                    f'<td class="{"k" if floor["met"] else "s floor-below"}">{"ok" if floor["met"] else "BELOW"}'
+                    + (f'<div class="by">a call that would catch one: <code>{_e(example)}</code></div>' if example else "")
+                    + "</td></tr>")
+    return f"""
+<section id="floors">
+  <h2>Every public function and feature of the chapter</h2>
+  <p class="muted">Each needs its share of mutants caught, whatever the score.</p>
+  <table><thead><tr><th>function or feature</th><th>caught</th><th>needed</th><th></th></tr></thead>
+  <tbody>{''.join(rows)}</tbody></table>
+</section>"""
+
+
 def _functions(result: CheckResult) -> str:
     """Caught and surviving generated mutants per function, most survivors first."""
     counts: dict[str, list[int]] = {}        # function -> [survived, caught, first line with a survivor]
@@ -258,8 +283,9 @@ def _functions(result: CheckResult) -> str:
                     + (f'<td class="{"k" if floor["met"] else "s floor-below"}">{_e(floor_line(floor))}</td>'
                        if floor else "<td></td>") + "</tr>")
     below = [floor_line(f) for f in result.floors if not f["met"]]
-    warning = (f'<p class="s" id="floors-below">Below a function\'s floor: {_e("; ".join(below))}. '
-               "Every public function needs its share of mutants caught, whatever the score.</p>" if below else "")
+    warning = (f'<p class="s" id="floors-below">Below a floor: {_e("; ".join(below))}. '
+               "Every public function and every feature of the chapter needs its share of mutants caught, "
+               "whatever the score.</p>" if below else "")
     return f"""
 <section id="functions">
   <h2>Generated mutants by function</h2>

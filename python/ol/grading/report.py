@@ -68,8 +68,13 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
         if not pitfall.killed:
             lines.append(_indent(f"symptom: {pitfall.symptom}", 12))
     if result.floors:
-        lines += ["", "Every public function (each must have its share of mutants caught):"]
-        lines += [f"  {'ok     ' if f['met'] else 'BELOW  '} {floor_line(f)}" for f in result.floors]
+        lines += ["", "Every public function and feature of the chapter (each must have its share of mutants caught):"]
+        for floor in result.floors:
+            lines.append(f"  {'ok     ' if floor['met'] else 'BELOW  '} {floor_line(floor)}")
+            example = feature_witness(result, floor["id"]) if "id" in floor and not floor["met"] else ""
+            if example:
+                lines.append(textwrap.fill(f"a call that would catch one: {example}", 110, initial_indent=" " * 11,
+                                           subsequent_indent=" " * 13, break_on_hyphens=False))
     if result.survivors:
         lines += [""] + _survivors(result.survivors, max_survivors, result.mutants_of)
     if not result.passed:
@@ -81,7 +86,10 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
             advice.append(f"catch at least {_needed(result)} more of the surviving mutants")
         if missing:
             advice.append(f"catch pitfall{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
-        advice += [f"catch at least {f['needed'] - f['caught']} more of {f['function']}'s mutants" for f in below]
+        advice += [f"catch at least {f['needed'] - f['caught']} more of {f['function']}'s mutants" for f in below
+                   if "id" not in f]
+        advice += [f"catch at least {f['needed'] - f['caught']} more mutants of the feature \"{f['title']}\""
+                   for f in below if "id" in f]
         tests_advice = bool(advice)
         if result.course_failure:
             advice.insert(0, "make the course tests pass on your code")
@@ -140,6 +148,8 @@ def course_failure_lines(result: CheckResult) -> list[str]:
 
 def to_pass(result: CheckResult) -> str:
     """What passing takes: "0.80 and every pitfall" (and each public function's floor)."""
+    if result.features:
+        return f"{result.threshold:.2f}, every pitfall, each function's floor and each feature's"
     return f"{result.threshold:.2f}, every pitfall and each function's floor" if result.floors else \
         f"{result.threshold:.2f} and every pitfall"
 
@@ -270,6 +280,13 @@ def survivors_by_call(survivors: list) -> list[tuple[str, int, list[str]]]:
     ordered = sorted(groups.items(), key=lambda item: (item[0] == POSSIBLY_EQUIVALENT, -len(item[1]), item[0]))
     return [(function, len(group), list(dict.fromkeys(witness_sentence(s.witness) for s in group if s.witness)))
             for function, group in ordered]
+
+
+def feature_witness(result: CheckResult, feature: str) -> str:
+    """One surviving mutant's witness sentence for a feature (the smallest call), "" when none survives."""
+    sentences = [witness_sentence(s.witness) for s in result.survivors
+                 if s.witness and s.witness.get("feature") == feature]
+    return min(sentences, key=len) if sentences else ""
 
 
 def witness_sentence(witness: dict) -> str:

@@ -30,7 +30,7 @@ from pathlib import Path
 from ol.files import write_whole
 from ol.grading.mutants import _default_cache_dir
 
-WITNESS_FIELDS = ("function", "call", "expected", "got", "where")
+WITNESS_FIELDS = ("function", "call", "expected", "got", "where", "feature")
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class Witness:
     got: str         # what the broken one gives instead
     where: str       # the first place they differ: "out[0, 1]", "out[1]'s dtype and shape";
                      # "" when one of them raises (expected and got then say "raises ...", "returns ...")
+    feature: str = ""   # the catalog's feature whose calls this is (ol.catalog.Feature), "" for none
 
     def sentence(self) -> str:
         """The witness as a student can turn it into a test:
@@ -100,6 +101,7 @@ def _search(session, mutants: list) -> dict[str, dict]:
         settings.write_text(json.dumps({
             "target": session.target, "out": str(out), "limit": 20000, "base": session.reference.source,
             "variants": [{"id": m.id, "source": m.source} for m in mutants],
+            "features": [feature.as_setting() for feature in session.grading.features],
         }), encoding="utf-8")
         run = run_tests(session.root, module, [session.root / module.course_tests], implementation="reference",
                         pytest_args=["-p", "ol.pytest_call_recorder", "--ol-record", str(settings), "-q"],
