@@ -85,22 +85,28 @@ def test_every_field_of_a_result_survives_its_json():
     result = CheckResult(
         module="L7.3", threshold=0.8, passed=True, score=0.9, killed=9, counted=10,
         pitfalls=[PitfallOutcome("s01", "a misconception", "a symptom", True, ("test_a.py::test_x",))],
-        survivors=[Survivor("m1", "apply_rope", "-a\n+b", possibly_equivalent=False)],
+        survivors=[Survivor("m1", "apply_rope", "-a\n+b", possibly_equivalent=False,
+                            witness={"function": "apply_rope", "call": "apply_rope(x=...)", "expected": "1.0",
+                                     "got": "2.0", "where": "out[0]", "feature": "half"})],
         reason="a reason", problems=["a problem"], output="pytest says", excluded={"equivalent": 2},
         seconds=3.5, confinement="confined", memory_bound="2048 MiB", course_tests={"passed": 3, "total": 3},
         killed_by={"m2": "test_a.py::test_x"}, carried_over=4, course_tests_kept=True, mutants_of="your own code",
         mutants=[MutantLine("m1", "apply_rope", 12, False, None, "-a\n+b", possibly_equivalent=True),
-                 MutantLine("m2", "rope_cos_sin", 30, True, "test_a.py::test_x", "-c\n+d")],
+                 MutantLine("m2", "rope_cos_sin", 30, True, "test_a.py::test_x", "-c\n+d", feature="tables")],
         floors=[{"function": "apply_rope", "share": 0.5, "caught": 1, "counted": 2, "needed": 1, "met": True}],
         rejected=[{"test": "test_a.py::test_y", "failure": "E assert", "implementations": ["reference"]}],
         tests=12, graded_tests=11, not_imported=["chaff:c01"],
+        features=[{"id": "tables", "title": "the tables", "share": 0.5, "caught": 1, "counted": 1, "needed": 1,
+                   "met": True}],
         course_failure={"reason": "course tests fail on your code", "problems": ["test_x"], "output": "E assert"})
     assert all(getattr(result, f.name) != (f.default_factory() if callable(f.default_factory) else f.default)
                for f in dataclasses.fields(CheckResult)), "give every field a value that is not its default"
     assert_the_record_round_trips(result)
     mutants = json.loads(to_json(result))["mutants"]
-    assert list(mutants[0]) == ["id", "function", "line", "killed", "killed_by", "diff", "possibly_equivalent"]
-    assert list(mutants[1]) == ["id", "function", "line", "killed", "killed_by", "diff"], "asked only of survivors"
+    assert list(mutants[0]) == ["id", "function", "line", "killed", "killed_by", "diff", "possibly_equivalent",
+                                "feature"]
+    assert list(mutants[1]) == ["id", "function", "line", "killed", "killed_by", "diff", "feature"], \
+        "possibly_equivalent asked only of survivors"
 
 
 @pytest.mark.slow
@@ -871,7 +877,7 @@ def test_a_recheck_keeps_the_course_tests_pass_only_while_the_code_is_the_same(t
     assert after["course_tests"]["passed"] < after["course_tests"]["total"]
     # the report says both, and the pytest report that follows is the course tests' (not "your tests")
     r = run_ol(checkout, "check", "L7.3", "--ref-deps", "--html", cwd=elsewhere, env=home_env(home))
-    assert f"your tests catch {cold['killed']}/{cold['counted']} faults" in r.stdout, explain(r)
+    assert f"your tests catch {cold['killed']}/{cold['counted']} generated mutants" in r.stdout, explain(r)
     assert "\nCourse tests: " in r.stdout and "make the course tests pass" in r.stdout, explain(r)
     assert "\nThe course tests on your code (pytest's report):\n" in r.stdout, explain(r)
     assert "Your tests on" not in r.stdout, explain(r)

@@ -107,7 +107,8 @@ def _check_section(graded: list[Module]) -> list[str]:
         "   an error message left out) and against the module's pitfalls, each a wrapper that shows one",
         "   misconception around your code, in a random order, with your code run again among them.",
         f"   A mutant is caught when your tests fail, hang or crash on it. (The pitfalls: {pitfalls})",
-        "5. Score = caught / counted. You pass with the module's threshold ("
+        "5. Score = caught / counted, over the mutants (the pitfalls are graded apart). You pass with the",
+        "   module's threshold ("
         + ", ".join(f"{m.id}: {m.grading.threshold:.2f}" for m in graded) + ") and every pitfall caught.",
         "",
         "Every run is confined (bubblewrap: `sudo apt-get install bubblewrap`; without it the check runs",

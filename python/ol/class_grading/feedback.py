@@ -53,7 +53,8 @@ def part_lines(outcome: Outcome, table: dict[str, float]) -> list[tuple[str, str
         elif part == "mutation":
             needs = ("every pitfall, each function's floor and each feature's" if any("id" in f for f in outcome.floors)
                      else "every pitfall and each function's floor" if outcome.floors else "every pitfall")
-            what = (f"score {shown(outcome.score)}: your tests catch {outcome.killed} of {outcome.counted} faults "
+            what = (f"score {shown(outcome.score)}: your tests catch {outcome.killed} of {outcome.counted} "
+                    "generated mutants "
                     f"(to pass: {outcome.threshold:.2f}, {needs})" if outcome.graded else "not graded")
         else:
             caught = sum(1 for p in outcome.pitfalls if p.caught)

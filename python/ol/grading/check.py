@@ -20,7 +20,8 @@
     6. each survivor gets its witness (ol.grading.witnesses), the call that tells
        it from the reference, unless the session says its mutants have none.
 
-    score  = killed / counted   (pitfalls and generated mutants alike)
+    score  = killed / counted   (the counted generated mutants; the pitfalls are graded
+                                 apart: every one must be caught)
     passed = score >= threshold and every pitfall killed and every public
              function's floor met (ol.grading.floors) and every feature's
              (ol.grading.features) and the course tests pass
@@ -415,8 +416,10 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
     result.carried_over = carried_over
     result.mutants = [MutantLine(m.id, m.function, m.line, bool(v and v.killed), result.killed_by.get(m.id), m.diff)
                       for m, v in mutants]
-    result.counted = len(pitfalls) + len(mutants)
-    result.killed = sum(o.killed for o in result.pitfalls) + sum(bool(v and v.killed) for _, v in mutants)
+    # Pitfalls are graded on their own (each must be caught, and ol grade gives them their own points);
+    # the score counts the generated mutants alone, so no pitfall counts twice.
+    result.counted = len(mutants)
+    result.killed = sum(bool(v and v.killed) for _, v in mutants)
     result.score = result.killed / result.counted if result.counted else 1.0
     if isinstance(grading.rejected, float):   # the catalog's penalty per test (or file) left out by its own fault
         own = [e for e in result.rejected if e["status"] != NOT_RUN]

@@ -9,7 +9,7 @@ contract with the share of its counted mutants a suite must catch:
 A mutant belongs to the public name it sits in: "rope_spec" and
 "RopeSpec.__post_init__" belong to rope_spec and RopeSpec; mutants of
 private helpers ("_yarn") and of module-level code belong to no floor (they
-count in the score like any other).  Pitfalls count in the score, not here.
+count in the score like any other).  Pitfalls are graded apart: not here, nor in the score.
 
     needed = ceil(share x counted)      met = caught >= needed
 

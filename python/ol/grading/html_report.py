@@ -104,7 +104,7 @@ def to_html(result: CheckResult, source: str | None, source_path: str) -> str:
     if result.reason is not None:
         body = _not_graded(result)
     else:
-        body = "\n".join((_summary(result), _floors(result), _witnesses(result), _pitfalls(result),
+        body = "\n".join((_summary(result), _floors(result), _pitfalls(result), _witnesses(result),
                           _functions(result) if source is not None else "",
                           _source(result, source, source_path) if source is not None else SECRET))
         if result.course_failure and result.course_failure.get("output"):
@@ -155,17 +155,16 @@ def without_answers(result: CheckResult) -> CheckResult:
 
 def _summary(result: CheckResult) -> str:
     pitfalls_caught = sum(p.killed for p in result.pitfalls)
-    generated = result.counted - len(result.pitfalls)
     verdict = "PASSED" if result.passed else "NOT PASSED"
     excluded = result.excluded
     return f"""
 <header>
   <h1>ol check {_e(result.module)}: <span class="verdict {'pass' if result.passed else 'fail'}">{verdict}</span></h1>
   <p class="score">score <b id="score">{floored(result.score)}</b>
-     &mdash; your tests catch <b id="killed">{result.killed}/{result.counted}</b> faults
+     &mdash; your tests catch <b id="killed">{result.killed}/{result.counted}</b> generated mutants
      (to pass: {_e(to_pass(result))})</p>
-  <p>= {pitfalls_caught}/{len(result.pitfalls)} pitfalls + {result.killed - pitfalls_caught}/{generated}
-     generated mutants; pitfalls count in the score like any mutant.</p>
+  <p>and {pitfalls_caught}/{len(result.pitfalls)} pitfalls, graded on their own: each must be caught; the
+     score counts the generated mutants alone.</p>
   {_course_failure(result)}{_graded_left_out(result)}<p class="muted">Not counted: {excluded.get('message_only', 0)} mutants that change only an error message,
      {excluded.get('equivalent', 0)} reviewed equivalent mutants. ({result.seconds:.1f} s,
      {_e(result.confinement or 'confined')})</p>

@@ -44,14 +44,12 @@ def to_text(result: CheckResult, max_survivors: int | None = DEFAULT_MAX_SURVIVO
 
     verdict = "PASSED" if result.passed else "NOT PASSED"
     pitfalls_caught = sum(p.killed for p in result.pitfalls)
-    generated = result.counted - len(result.pitfalls)
-    generated_killed = result.killed - pitfalls_caught
     lines.append(
-        f"ol check {result.module}: {verdict}: your tests catch {result.killed}/{result.counted} faults, "
-        f"score {floored(result.score)} (to pass: {to_pass(result)})"
+        f"ol check {result.module}: {verdict}: your tests catch {result.killed}/{result.counted} generated "
+        f"mutants, score {floored(result.score)} (to pass: {to_pass(result)})"
     )
-    lines.append(f"  = {pitfalls_caught}/{len(result.pitfalls)} pitfalls + {generated_killed}/{generated} "
-                 "generated mutants (pitfalls count in the score like any mutant)")
+    lines.append(f"  and {pitfalls_caught}/{len(result.pitfalls)} pitfalls (graded on their own: each must be "
+                 "caught; the score counts the generated mutants alone)")
     if result.rejected:
         lines += [""] + _left_out(result)
     if result.not_imported:
