@@ -34,7 +34,7 @@ def grade_task(module_id: str, student: str, files: dict[str, bytes], workers: i
     here = Path.cwd()
     with tempfile.TemporaryDirectory(prefix="ol-grade-") as scratch:
         record = grade_one(here / CHECKOUT, module_id, files, workdir=Path(scratch) / "work", workers=workers,
-                           time_limit=time_limit, mutant_cache=sorted((here / CACHE).glob("mutants-*.json")),
+                           time_limit=time_limit, mutant_cache=sorted((here / CACHE).glob("*.json")),
                            confinement=confinement)
     record.student = student   # the job's key (ol.class_grading.grade_cli groups the same files)
     return record

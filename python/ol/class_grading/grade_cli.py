@@ -220,13 +220,18 @@ def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, con
 
     session = GradingSession(ctx.root, module.id)   # builds the mutant cache once; each copy starts from it
     cache = [cache_path(session.reference.source)]
+    if module.grading.features:   # and every counted mutant's witness, which the features rest on
+        from ol.grading.witnesses import cache_file, find_witnesses
+
+        find_witnesses(session, list(session.mutants.counted))
+        cache.append(cache_file(session))
     if args.ray:
         from ol.class_grading.cluster import CACHE, CHECKOUT, grade_on_ray
         from ol.class_grading.checkout import copy_checkout
 
         with tempfile.TemporaryDirectory(prefix="ol-grade-checkout-") as staging:
             copy_checkout(ctx.root, Path(staging) / CHECKOUT)
-            copy_checkout(cache[0].parent, Path(staging) / CACHE, files=[cache[0].name])
+            copy_checkout(cache[0].parent, Path(staging) / CACHE, files=[c.name for c in cache])
             grade_on_ray(args.ray, Path(staging), Path(staging) / CHECKOUT / "python" / "ol", module.id,
                          [(digest, files) for digest, (files, _) in groups.items()], workers=workers,
                          time_limit=args.time_limit,   # a worker confines as strongly as it can, never less

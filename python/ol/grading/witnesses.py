@@ -54,7 +54,7 @@ class Witness:
 def find_witnesses(session, mutants: list) -> dict[str, Witness | None]:
     """{mutant id: its Witness, or None when no course-test call tells it from the reference}.
     `mutants`: anything with .id and .source (ol.grading.mutants.Mutant)."""
-    cache = _cache_file(session)
+    cache = cache_file(session)
     known = _read(cache)
     missing = [m for m in mutants if m.id not in known]
     if missing:
@@ -73,7 +73,7 @@ def _witness(entry: dict | None) -> Witness | None:
     return Witness(**{name: str(entry.get(name, "")) for name in WITNESS_FIELDS})
 
 
-def _cache_file(session) -> Path:
+def cache_file(session) -> Path:
     """Keyed by everything that shapes a witness: the session's fingerprint (the reference, the course
     tests, the grader's code) and the replay's code outside ol.grading."""
     ol = Path(__file__).resolve().parents[1]
