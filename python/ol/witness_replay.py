@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import signal
+import time
 import warnings
 
 import numpy as np
@@ -87,9 +88,9 @@ def _first_witness(recorder: Recorder, base, broken: Side, order: list[int], exp
             continue
         call = recorder.calls[index]
         right, right_gradients = expected[index]
-        tic = _now()
+        tic = time.monotonic()
         outcome = _timed(broken, call)
-        spent += _now() - tic
+        spent += time.monotonic() - tic
         if outcome is None:
             found = ("", _outcome(right), f"gives no result within {CALL_SECONDS:g} s")
         else:
@@ -101,11 +102,6 @@ def _first_witness(recorder: Recorder, base, broken: Side, order: list[int], exp
                     "expected": want, "got": have, "where": where, "index": index}
     return {"none": NO_WITNESS if spent <= VARIANT_SECONDS else
             f"none found within {VARIANT_SECONDS:g} s of calls"}
-
-
-def _now() -> float:
-    import time
-    return time.monotonic()
 
 
 def _timed(side: Side, call: Call):
@@ -161,9 +157,8 @@ def find(value, key: str):
         values = list(value.values())
     elif isinstance(value, (list, tuple)):
         values = list(value)
-    elif _fields(value) is not None or dataclasses.is_dataclass(value):
-        fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)} \
-            if dataclasses.is_dataclass(value) else _fields(value)
+    elif _fields(value) is not None:
+        fields = _fields(value)
         if key in fields:
             return fields[key]
         values = list(fields.values())

@@ -249,9 +249,10 @@ def with_witnesses(session: GradingSession, result: CheckResult) -> None:
     if result.reason is not None:
         return
     features = session.grading.features
+    surviving = {s.id for s in result.survivors}
     try:
         found = find_witnesses(session, list(session.mutants.counted) if features else
-                               [m for m in session.mutants.counted if m.id in {s.id for s in result.survivors}])
+                               [m for m in session.mutants.counted if m.id in surviving])
     except (GradingFault, OSError) as error:
         if features:
             raise GradingFault(f"the features of {session.module.id} cannot be judged: {error}") from None
