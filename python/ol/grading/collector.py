@@ -116,7 +116,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
         text = (problem.get("problem", "") + "\n" + problem.get("detail", "")).encode()
         sendall(control, pack_sized(frame_problem, len(text)) + text)
         return collected[0]
-    items, test_ids = collected
+    items, test_ids, filed = collected
     # ---- from here on: only the names bound above -------------------------------------------
     set_code(hook, hook_code)
     set_defaults(hook, hook_defaults)
@@ -140,7 +140,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
         return EXIT_THREADS
     gc_collect()
     gc_freeze()    # the runs share the collected suite's pages instead of copying them
-    joined = "\n".join(test_ids).encode()
+    joined = ("\n".join(test_ids) + "\n\n" + "\n".join(filed)).encode()   # protocol.collected_ids
     sendall(control, pack_sized(frame_collected, len(joined)) + joined)
 
     runs = {}        # pidfd of a run's guard -> (run id, pid, status pipe or -1 once the status is in)

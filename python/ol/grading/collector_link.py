@@ -31,7 +31,7 @@ class CollectedRun:
     def __init__(self, link: CollectorLink, token: int, sock: socket.socket):
         self.link, self.token, self.sock = link, token, sock
         self.stream = NotesStream()
-        self.stream.lines.append({"collected": list(link.collected)})   # collected once, for every run
+        self.stream.lines.append({"collected": list(link.collected), "filed": list(link.filed)})   # once, for every run
         self.end: RunEnd | None = None
 
     def watched(self) -> list:
@@ -94,7 +94,8 @@ class CollectorLink:
         self.control = ours
         self.frames = FrameReader()
         self.runs: dict[int, CollectedRun] = {}
-        self.collected: list[str] = []
+        self.collected: list[str] = []   # the suite's test ids, in running order
+        self.filed: list[str] = []       # the same, in file order
         self.problem: dict | None = None
         self.problem_exit = 0
         self._await_collection(collect_seconds)
@@ -117,7 +118,7 @@ class CollectorLink:
                     if frame.kind == protocol.FRAME_DONE:
                         continue   # written by the suite while it was being collected: no run exists yet
                     if frame.kind == protocol.FRAME_COLLECTED:
-                        self.collected = protocol.collected_ids(frame)
+                        self.collected, self.filed = protocol.collected_ids(frame)
                         return
                     kind, detail = protocol.problem(frame)
                     if kind == "isolate":

@@ -48,7 +48,7 @@ from ol.grading.confine import describe_exit
 from ol.grading.scheduler import WALL_FACTOR, Outcome, Run, Scheduler
 from ol.grading.protocol import RunRequest, merged_notes
 from ol.grading.session import GradingFault, GradingSession
-from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED, file_order
+from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED
 from ol.grading.variants import Variant, describe
 
 PASSED, FAILED, TIMEOUT, CRASHED = "passed", "failed", "timeout", "crashed"
@@ -120,7 +120,8 @@ class Grader:
                  on_event: Callable[[dict], None] | None = None):
         self.session, self.scheduler, self.time_limit = session, scheduler, time_limit
         self.on_event = on_event or (lambda event: None)
-        self.collected: list[str] = []
+        self.collected: list[str] = []            # the suite's test ids, in running order
+        self.filed: list[str] = []                # the same, in the suite's file order (for reports)
         self.left_out: dict[str, LeftOut] = {}    # test -> why it is not graded
         self.by: dict[str, tuple[str, ...]] = {}  # a pitfall's key -> the graded tests that failed on it
         self.correct_verdicts: list[Verdict] = []
@@ -189,7 +190,7 @@ class Grader:
             carried.clear()
             if not pending:
                 break
-        place = {test: index for index, test in enumerate(file_order(self.collected))}
+        place = {test: index for index, test in enumerate(self.filed or self.collected)}
         for key, verdict in verdicts.items():
             if key.startswith("pitfall:") and verdict.killed:
                 self.by[key] = tuple(sorted(verdict.failed, key=lambda test: place.get(test, len(place))))
@@ -261,9 +262,9 @@ class Grader:
                     "pytest found no tests in your test folder: name files test_*.py and functions test_*"])
         if not self.collected:
             for variant, outcome in correct:
-                listed = next((line["collected"] for line in outcome.notes if "collected" in line), None)
+                listed = next((line for line in outcome.notes if "collected" in line), None)
                 if listed is not None and (variant.key == "reference" or not self.collected):
-                    self.collected = list(listed)
+                    self.collected, self.filed = list(listed["collected"]), list(listed.get("filed", []))
         for variant, outcome in correct:
             verdict = self.verdict(variant.key, outcome, self.time_limit)
             self.correct_verdicts.append(verdict)

@@ -173,7 +173,8 @@ def parse_end(data: bytes | bytearray) -> RunEnd:
 
 TEXT, NUMBER, TEXTS, TEXT_MAP = "text", "number", "texts", "text map"
 NOTE_FIELDS = {
-    "collected": TEXTS,      # the suite's test ids, in collection order
+    "collected": TEXTS,      # the suite's test ids, in the order every run runs them (pytest_driver.running_order)
+    "filed": TEXTS,          # the same ids in the suite's file order
     "running": TEXT,         # the test the run is starting
     "at": NUMBER,            # when it started it (time.monotonic)
     "passed": TEXT,          # a test that passed
@@ -425,10 +426,13 @@ class FrameReader:
         self.buffer.clear()
 
 
-def collected_ids(frame: Frame) -> list[str]:
-    """A C frame's test ids."""
+def collected_ids(frame: Frame) -> tuple[list[str], list[str]]:
+    """A C frame's test ids: (in running order, in file order).  The body is
+    the two lists, one id a line, with an empty line between (pytest writes
+    an id's control characters escaped, and no id is empty)."""
     text = frame.body.decode("utf-8", errors="replace")
-    return text.split("\n") if text else []
+    running, _, filed = text.partition("\n\n")
+    return (running.split("\n") if running else []), (filed.split("\n") if filed else [])
 
 
 def problem(frame: Frame) -> tuple[str, str]:

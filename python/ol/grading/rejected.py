@@ -54,7 +54,7 @@ def rejected_tests(grader, session, left_out: dict) -> Rejected:
     outcomes = grader.scheduler.run([Run(run_id, RunRequest(suite="student", task="pytest"), variant.request(),
                                          grader.time_limit) for run_id, variant in runs.items()])
     notes = {variant.key: merged_notes(outcomes[run_id].notes) for run_id, variant in runs.items()}
-    order = {test: n for n, test in enumerate(grader.collected)}
+    order = {test: n for n, test in enumerate(grader.filed or grader.collected)}   # as the student wrote them
     rank = {key: n for n, key in enumerate(variants)}       # the reference first, then the alternates
     entries = []
     for test, entry in sorted(left_out.items(), key=lambda item: (order.get(item[0], len(order)), item[0])):

@@ -216,8 +216,8 @@ class TestsRole(Role):
         if isinstance(collected[0], int):
             notes.send(**collected[1])
             return collected[0]
-        items, ids = collected
-        notes.send(collected=ids)
+        items, ids, filed = collected
+        notes.send(collected=ids, filed=filed)
         return pytest_driver.run_items(items, notes)
 
 

@@ -1,0 +1,76 @@
+"""The order every graded run runs a suite's tests in (pytest_driver.running_order):
+a function of the suite's code alone.  The first case of each test function,
+then the other cases; within each part plain tests, then tests that loop,
+then Hypothesis tests, each in the suite's own order."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from hypothesis import given, strategies as st
+
+from ol.grading.pytest_driver import GENERATED, LOOPING, PLAIN, cost_class, running_order
+
+
+def plain():
+    assert 1 + 1 == 2
+
+
+def looping():
+    for n in range(3):
+        assert n >= 0
+
+
+def nested_loop():
+    def helper():
+        total = 0
+        while total < 3:
+            total += 1
+        return total
+
+    assert helper() == 3
+
+
+def comprehension():
+    assert [n for n in range(3)] == [0, 1, 2]
+
+
+@given(st.integers())
+def generated(n):
+    assert n == n
+
+
+def item(function, case: str = "", path: str = "test_a.py"):
+    name = function.__name__ + (f"[{case}]" if case else "")
+    return SimpleNamespace(obj=function, name=name, originalname=function.__name__, fspath=path, cls=None,
+                           nodeid=f"{path}::{name}")
+
+
+def test_each_kind_of_test_has_its_cost_class():
+    assert [cost_class(item(f)) for f in (plain, looping, nested_loop, comprehension, generated)] == \
+        [PLAIN, LOOPING, LOOPING, LOOPING, GENERATED]
+
+
+def test_an_object_that_is_no_function_is_plain():
+    class Strange:
+        def __getattr__(self, name):
+            raise RuntimeError("a suite's own object may raise on any attribute")
+
+    assert cost_class(SimpleNamespace(obj=Strange())) == PLAIN
+
+
+def test_first_cases_before_second_ones_and_cheap_before_costly_within_each():
+    items = [item(generated), item(looping, "1"), item(looping, "2"), item(plain, "1"), item(plain, "2"),
+             item(comprehension), item(plain, "3", path="test_b.py")]
+    order = [i.nodeid for i in running_order(items)]
+    assert order == [
+        "test_a.py::plain[1]", "test_b.py::plain[3]",           # first cases: plain,
+        "test_a.py::looping[1]", "test_a.py::comprehension",    # looping,
+        "test_a.py::generated",                                 # generated
+        "test_a.py::plain[2]", "test_a.py::looping[2]",         # then the other cases
+    ]
+
+
+def test_the_order_is_the_same_for_the_same_suite():
+    items = [item(f, case) for f in (generated, looping, plain) for case in ("x", "y")]
+    assert [i.nodeid for i in running_order(items)] == [i.nodeid for i in running_order(list(items))]
