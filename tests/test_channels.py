@@ -293,3 +293,39 @@ def _reference_digest() -> int:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.digest()
+
+
+@pytest.mark.slow
+@pytest.mark.needs_confinement
+def test_a_runs_memory_group_does_not_name_its_slot(tmp_path):
+    """A run reads its memory group's path in /proc/self/cgroup.  A group
+    named by its slot would tell a run which slot it runs in, which depends
+    on when earlier runs ended: a channel.  Every run of one slot finds a
+    name no run saw before.  (Confined by uid, Landlock refuses a run
+    /proc/self/cgroup altogether.)"""
+    suite = tmp_path / "l7-3-rope"
+    suite.mkdir()
+    (suite / "test_group.py").write_text(
+        "def test_say_my_group():\n"
+        "    with open('/proc/self/cgroup') as f:\n"
+        "        lines = [line.strip() for line in f if ':memory:' in line or line.startswith('0::')]\n"
+        "    assert False, '=' + 'GROUP=' + ' '.join(lines) + '=' + 'END='\n")   # the report quotes this line too
+    session = GradingSession(ROOT, "L7.3")
+    from ol.grading.protocol import RunRequest
+    from ol.grading.scheduler import Run
+
+    def groups_seen(run_in) -> list[str]:
+        with session.scheduler({"student": suite}, course=False, workers=1, confinement=confine.CONFINED) as scheduler:
+            if not (scheduler.memory and scheduler.memory.groups):
+                assert os.geteuid() != 0, "root on this host should get memory cgroups"
+                pytest.skip("no memory cgroup here: nothing names a slot")
+            runs = [Run(n, RunRequest(suite="student", task="pytest"), session.reference.request(), 30.0)
+                    for n in range(3)]
+            outcomes = run_in(scheduler, runs)
+        said = [next(line["output"] for line in o.notes if "output" in line) for o in outcomes.values()]
+        assert all("=GROUP=" in text for text in said), said[0][-3000:]
+        return [text.split("=GROUP=", 1)[1].split("=END=", 1)[0] for text in said]
+
+    seen = groups_seen(lambda scheduler, runs: scheduler.run(runs))
+    assert all("ol-run-" in group for group in seen), seen   # each run is in a group of ours
+    assert len(set(seen)) == len(seen), f"runs of one slot saw the same memory group: {seen}"

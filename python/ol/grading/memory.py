@@ -2,7 +2,7 @@
 
     bound = MemoryBound.make(slots=6, limit=2 << 30)
     bound.describe()      "cgroup v1: 2.0 GiB per run, all its processes together"
-    bound.join_fd(slot)   a descriptor of that slot's cgroup.procs, or -1
+    bound.join_fd(slot)   a descriptor of that slot's cgroup.procs, or -1, for its next run
     bound.limits(limits)  the resource limits a run gets under this bound
     bound.close()
 
@@ -14,7 +14,10 @@ guard writes "0" to the group's cgroup.procs through a descriptor the
 observer opened: the sandbox itself sees no cgroup file system), so
 everything it forks is counted together; past the bound the kernel's OOM
 killer ends the run (signal 9).  Runs of one slot follow each other, never
-overlap.
+overlap.  A run can read its group's path (/proc/self/cgroup), so a group
+is renamed before each run to a name no run has seen: a name kept by the
+slot would tell a run which slot it runs in, and that depends on when
+earlier runs ended (README.md: no channel the grader opens itself).
 
 Elsewhere (a container without delegation, not root):
 
@@ -28,6 +31,7 @@ space of each process is bounded, and describe() says so.
 from __future__ import annotations
 
 import os
+import secrets
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -60,7 +64,14 @@ class MemoryBound:
         return cls(limit, "processes x address space" if per_user else "address space", [], [])
 
     def join_fd(self, slot: int) -> int:
-        return self.fds[slot] if 0 <= slot < len(self.fds) else -1
+        """The descriptor the next run of `slot` joins its group by, the
+        group renamed first (a fresh name: nothing of the slot)."""
+        if not 0 <= slot < len(self.fds):
+            return -1
+        fresh = self.groups[slot].with_name(_group_name())
+        self.groups[slot].rename(fresh)   # the open cgroup.procs follows it
+        self.groups[slot] = fresh
+        return self.fds[slot]
 
     def limits(self, limits):
         """`limits` (ol.grading.confine.Limits) under this bound: with a
@@ -121,7 +132,7 @@ def _make_groups(version: str, parent: Path, slots: int, limit: int) -> list[Pat
     made = []
     try:
         for slot in range(slots):
-            group = parent / f"{GROUP_PREFIX}{os.getpid()}-{slot}"
+            group = parent / _group_name()
             group.mkdir()
             made.append(group)
             if version == "v1":
@@ -139,6 +150,11 @@ def _make_groups(version: str, parent: Path, slots: int, limit: int) -> list[Pat
         for group in made:
             _remove(group)
         return None
+
+
+def _group_name() -> str:
+    """ol-run-<our pid>-<random>: the pid says whose it is (_remove_stale), the rest nothing."""
+    return f"{GROUP_PREFIX}{os.getpid()}-{secrets.token_hex(8)}"
 
 
 def _remove_stale(parent: Path) -> None:
