@@ -230,7 +230,9 @@ def test_gradescope_says_an_entry_was_not_run_instead_of_failing_it():
     assert len(misconceptions) == 7 and not [t for t in data["tests"] if t.get("status") == "failed"], data["tests"]
     assert all(t["name"].endswith("(not run)") and "status" not in t and "score" not in t for t in misconceptions)
     assert all(t["output"].startswith("Not run: no rope.py") for t in misconceptions)
-    assert [t["name"].endswith("(not run)") for t in data["tests"][:3]] == [True, True, True]
+    parts = data["tests"][:3]
+    assert [t["name"].rsplit(" (", 1)[1] for t in parts] == [f"not run: 0 of {float(p):g} points)" for p in TABLE.values()]
+    assert not [t for t in parts if "score" in t or "status" in t], "a part not run shows neither 0 nor red"
     graded = results_json(graded_outcome(), TABLE, "full")
     valid_results(graded)
     states = [t.get("status") for t in graded["tests"] if t["name"].startswith("Misconception: ")]

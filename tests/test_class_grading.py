@@ -779,7 +779,13 @@ def valid_results(data: dict) -> None:
         elif "status" in test:
             assert test["status"] in ("passed", "failed") and "score" not in test, test
         else:                                   # informational, neither passed nor failed: one not run
-            assert test["name"].endswith("(not run)") and "score" not in test, test
+            assert re.search(r"\(not run(: 0 of [0-9.]+ points)?\)$", test["name"]) and "score" not in test, test
+
+
+def maximum_of(test: dict) -> float:
+    """A part's points: its max_score, or what a part not run says it stood for."""
+    said = re.search(r"\(not run: 0 of ([0-9.]+) points\)$", test["name"])
+    return test["max_score"] if "max_score" in test else float(said.group(1)) if said else 0.0
 
 
 @pytest.mark.slow
@@ -800,7 +806,9 @@ def test_gradescope_shows_the_class_as_ol_grade_does(graded):
                             "full")
         valid_results(data)
         scored = [t for t in data["tests"] if "max_score" in t]
-        assert sum(t["max_score"] for t in scored) == 100, row["student"]
+        assert sum(maximum_of(t) for t in data["tests"]) == 100, row["student"]
+        assert not [t for t in data["tests"] if "(not run" in t["name"] and ("score" in t or "status" in t)], \
+            "a part not run is neither scored nor failed: Gradescope shows 0 of its maximum in red"
         points = row["points before penalty"]        # Gradescope's own late policy applies there
         assert f"{data['score']:.2f}" == points and abs(sum(t["score"] for t in scored) - data["score"]) < 1e-9
         top = data["output"].splitlines()[0]
@@ -924,7 +932,7 @@ def test_gradescope_as_gradescope_runs_it(gradescope_root, graded):
     assert "generated mutants survive" in failing["tests"][1]["output"] and "```diff" not in json.dumps(failing)
     malformed = play(root, home, {"README.md": b"my work is in another castle\n"})
     assert malformed["score"] == 0 and "no rope.py: expected python/tinyllm/modern/rope.py" in malformed["output"]
-    assert sum(t["max_score"] for t in malformed["tests"] if "max_score" in t) == 100
+    assert sum(maximum_of(t) for t in malformed["tests"]) == 100
 
 
 @pytest.mark.slow
@@ -998,8 +1006,8 @@ def test_gradescope_where_namespaces_are_refused(gradescope_root, tmp_path):
             folder = trust.materialize(cheat, tmp_path / "cheats", results=root / "results")
             data = graded({ROPE: REFERENCE_ROPE.read_bytes(), **suite_files(folder)})
             assert data["output"].startswith(("NOT PASSED", "NOT GRADED")), (cheat, data["output"][:2000])
-            mutation = data["tests"][1]
-            assert mutation["score"] <= trust.MAX_CHEAT_SCORE * mutation["max_score"], (cheat, mutation)
+            mutation = data["tests"][1]   # not run (no score) when the suite was not graded
+            assert mutation.get("score", 0) <= trust.MAX_CHEAT_SCORE * maximum_of(mutation), (cheat, mutation)
             trust.assert_nothing_left(cheat)
     finally:
         for path, data in saved.items():

@@ -31,10 +31,12 @@ docs/specs.md): "score" (the sum of the parts, ol.class_grading.points),
 and "tests": the course tests, the mutation grade and the pitfalls, whose
 maximums always add up to the catalog's total, then one entry per pitfall,
 "Misconception: ... (caught / not caught)", with a status and no points.  An
-entry that was not run says so in its name and output: a misconception entry
-then has neither score nor status (the specification's status is only
-"passed" or "failed"; without it and without a score the entry marks
-neither), a part keeps its 0 points and says "(not run)".
+entry that was not run says so in its name and output, and has neither
+score nor status: the specification's status is only "passed" or "failed",
+and a part at 0 of its maximum would show as failed, red; without score and
+status an entry marks neither.  A part not run names the points it stood
+for ("Mutation grade (not run: 0 of 50 points)"), so the parts' points
+still add up to the catalog's total.
 
 What each entry shows follows --feedback, as in `ol grade` (ol.class_grading.feedback):
 
@@ -280,8 +282,7 @@ def autograder_main(argv: list[str]) -> int:
 def crashed(table: dict | None, detail: str) -> dict:
     """results.json when the autograder itself failed: score 0, every part at 0 of its maximum."""
     output = ("The autograder failed (not your work); tell your instructor.\n\n```\n" + detail.strip() + "\n```")
-    tests = [{"name": _PART_TITLES[part] + NOT_RUN, "score": 0.0, "max_score": float(value),
-              "output": "Not run: the autograder failed.", "output_format": "md", "visibility": "visible"}
+    tests = [not_run_part(part, value, "Not run: the autograder failed.")
              for part, value in (table or {}).items() if part in _PART_TITLES]
     return {"score": 0.0, "output": output, "output_format": "md", "tests": tests}
 
@@ -331,7 +332,10 @@ _PART_TITLES = {"course_tests": "Course tests (your code against Hugging Face's 
 
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")   # Gradescope's specs.md
-NOT_RUN = " (not run)"
+def not_run_part(part: str, maximum, output: str, visibility: str = "visible") -> dict:
+    """A part that was not run: informational (no score, no status), its points said."""
+    return {"name": f"{_PART_TITLES[part]} (not run: 0 of {float(maximum):g} points)", "output": output,
+            "output_format": "md", "visibility": visibility}
 
 
 def results_json(outcome, table: dict[str, float], level: str, visibility: str = "visible") -> dict:
@@ -353,9 +357,13 @@ def results_json(outcome, table: dict[str, float], level: str, visibility: str =
     ran = {"course_tests": outcome.course is not None, "mutation": outcome.graded, "pitfalls": outcome.graded}
     tests = []
     for part, earned, maximum in outcome.points.parts(table):
-        tests.append({"name": _PART_TITLES[part] + ("" if ran[part] else NOT_RUN), "score": float(earned),
-                      "max_score": float(maximum), "output": outputs[part] if said or part == "course_tests" else "",
-                      "output_format": "md", "visibility": "visible" if part == "course_tests" else visibility})
+        output = outputs[part] if said or part == "course_tests" else ""
+        shown = "visible" if part == "course_tests" else visibility
+        if not ran[part]:
+            tests.append(not_run_part(part, maximum, output or "Not run.", shown))
+            continue
+        tests.append({"name": _PART_TITLES[part], "score": float(earned), "max_score": float(maximum),
+                      "output": output, "output_format": "md", "visibility": shown})
     if said:
         for pitfall in outcome.pitfalls:
             entry = {"name": pitfall_title(pitfall), "visibility": visibility}
