@@ -59,7 +59,10 @@ from test_calibration import SUITE_PREFIX  # noqa: E402
 from test_trust import CHEATS, GALLERY, materialize  # noqa: E402
 
 # The suites of tests/grading_suites beside the gallery, and the module each grades.
-OTHER_SUITES = {"l7-4-hand-example": "L7.4", "l7-4-oracle-only": "L7.4", "l7-5-weak": "L7.5", "l7-7-weak": "L7.7", "shapes-and-errors": "L7.3"}
+OTHER_SUITES = {"l7-4-hand-example": "L7.4", "l7-4-oracle-only": "L7.4", "l7-5-no-cache": "L7.5", "l7-5-weak": "L7.5",
+                "l7-7-weak": "L7.7", "shapes-and-errors": "L7.3"}
+# The channel attacks (test_channels.py fills them in per module and mode, and asserts what they learn): not grades.
+ATTACKS = {"channels", "guessing", "leftovers"}
 CHECK_TIMEOUT = 3600   # seconds for one `ol check`; a hung grader is an entry with an error, not a hung script
 
 
@@ -72,7 +75,7 @@ def suites(scratch: Path, checkout: Path) -> list[tuple[str, str, Path, str]]:
         for folder in sorted((TESTS / "calibration").glob(f"{prefix}*")):
             found.append((f"calibration/{folder.name}", module, folder, "shared"))
     beside = sorted(p.name for p in (TESTS / "grading_suites").iterdir() if p.is_dir()
-                    and p != CHEATS and not p.name.startswith(("_", ".")))
+                    and p != CHEATS and p.name not in ATTACKS and not p.name.startswith(("_", ".")))
     unknown = sorted(set(beside) - set(OTHER_SUITES))
     if unknown:
         raise SystemExit(f"record_grades.py: tests/grading_suites/{unknown[0]} is not in OTHER_SUITES: "
