@@ -878,6 +878,7 @@ def gradescope_root(tmp_path_factory):
         shutil.copy2(root / "source" / "run_autograder", root / "run_autograder")
         caches = sorted((home / ".cache" / "tinyllm-ol").glob("mutants-*.json"))
         assert caches, "setup.sh built no mutant set"
+        assert list((home / ".cache" / "tinyllm-ol").glob("witnesses-L7.3-*.json")), "setup.sh found no witness"
         for path in caches:     # the class's sample, so that its points are ol grade's
             path.write_text(json.dumps(json.loads(path.read_text())[::CLASS_SAMPLE]))
         yield root, log.read_text(), home
@@ -921,6 +922,7 @@ def test_setup_installs_python_and_exactly_the_locked_packages(gradescope_root):
 @pytest.mark.needs_confinement
 def test_gradescope_as_gradescope_runs_it(gradescope_root, graded):
     root, _, home = gradescope_root
+    witnesses = {p: p.read_bytes() for p in (home / ".cache" / "tinyllm-ol").glob("witnesses-*.json")}
     passing = play(root, home, {"rope.py": REFERENCE_ROPE.read_bytes(),
                                 **{p.name: p.read_bytes() for p in MODEL_ANSWER.glob("*.py")}})
     assert passing["score"] == 100.0 and passing["output"].startswith("PASSED: 100.00 of 100 points")
@@ -933,6 +935,8 @@ def test_gradescope_as_gradescope_runs_it(gradescope_root, graded):
     malformed = play(root, home, {"README.md": b"my work is in another castle\n"})
     assert malformed["score"] == 0 and "no rope.py: expected python/tinyllm/modern/rope.py" in malformed["output"]
     assert sum(maximum_of(t) for t in malformed["tests"]) == 100
+    after = {p: p.read_bytes() for p in (home / ".cache" / "tinyllm-ol").glob("witnesses-*.json")}
+    assert after == witnesses, "a submission searched for witnesses that setup.sh had found"
 
 
 @pytest.mark.slow

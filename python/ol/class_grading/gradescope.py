@@ -251,7 +251,7 @@ def build_bundle(root: Path, module_id: str, out: Path, *, allow_unconfined: boo
 
 def autograder_main(argv: list[str]) -> int:
     """run_autograder: grade <root>/submission into <root>/results/results.json
-    (or, with --prepare, build the mutant cache at image-build time)."""
+    (or, with --prepare, build the mutant set and its witnesses at image-build time)."""
     parser = argparse.ArgumentParser(prog="run_autograder")
     parser.add_argument("--root", type=Path, default=Path("/autograder"))
     parser.add_argument("--prepare", action="store_true")
@@ -264,9 +264,7 @@ def autograder_main(argv: list[str]) -> int:
     try:
         config = json.loads((source / "autograder.json").read_text(encoding="utf-8"))
         if args.prepare:
-            from ol.grading.session import GradingSession
-
-            GradingSession(checkout, config["module"])
+            prepare(checkout, config["module"])
             return OK
         data = grade_submission(checkout, config, args.root / "submission")
     except BaseException as error:  # an autograder must always leave results.json behind
@@ -277,6 +275,20 @@ def autograder_main(argv: list[str]) -> int:
     results.parent.mkdir(parents=True, exist_ok=True)
     write_whole(results, json.dumps(data, indent=2))
     return OK
+
+
+def prepare(checkout: Path, module_id: str) -> None:
+    """At image-build time, once for every submission: the module's mutant set
+    and every counted mutant's witness, cached in the home folder, where each
+    submission's check finds them (the witnesses take about 5 s to find)."""
+    from ol.grading.session import GradingFault, GradingSession
+    from ol.grading.witnesses import find_witnesses
+
+    session = GradingSession(checkout, module_id)
+    try:
+        find_witnesses(session, list(session.mutants.counted))
+    except (GradingFault, OSError) as error:   # each submission searches again: slower, not wrong
+        print(f"ol: the witnesses were not cached at setup ({error}); each submission finds its own")
 
 
 def crashed(table: dict | None, detail: str) -> dict:
