@@ -48,7 +48,7 @@ from ol.grading.confine import describe_exit
 from ol.grading.scheduler import WALL_FACTOR, Outcome, Run, Scheduler
 from ol.grading.protocol import RunRequest, merged_notes
 from ol.grading.session import GradingFault, GradingSession
-from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED
+from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED, per_test_seconds
 from ol.grading.variants import Variant, describe
 
 PASSED, FAILED, TIMEOUT, CRASHED = "passed", "failed", "timeout", "crashed"
@@ -270,12 +270,16 @@ class Grader:
             self.correct_verdicts.append(verdict)
             passed = {str(line["passed"]) for line in outcome.notes if "passed" in line}
             failed = [str(line["failed"]) for line in outcome.notes if "failed" in line]
+            overtime = {str(line["overtime"]) for line in outcome.notes if "overtime" in line}
             running = _unfinished(outcome.notes)
+            share = per_test_seconds(math.ceil(self.time_limit))
             for test in self.collected:
                 if test in passed and test not in failed:
                     continue
-                status = (FAILED if test in failed else verdict.status if test == running else NOT_RUN)
-                detail = (verdict.detail if test == running else
+                status = (TIMEOUT if test in overtime else FAILED if test in failed else
+                          verdict.status if test == running else NOT_RUN)
+                detail = (f"it used its share of a run's processor time (the time limit is "
+                          f"{math.ceil(self.time_limit)} s; one test may use {share:g} s)" if test in overtime else verdict.detail if test == running else
                           "an earlier test ended the run before it" if status == NOT_RUN else "")
                 known = self.left_out.get(test)
                 implementations = tuple(dict.fromkeys((*(known.implementations if known else ()), variant.key)))

@@ -179,6 +179,7 @@ NOTE_FIELDS = {
     "at": NUMBER,            # when it started it (time.monotonic)
     "passed": TEXT,          # a test that passed
     "failed": TEXT,          # a test that failed
+    "overtime": TEXT,        # a test stopped at its share of the run's processor time (noted before its "failed")
     "ended": NUMBER,         # when the run's last test ended
     "problem": TEXT,         # "collect", "empty" or "isolate": the suite could not be run
     "detail": TEXT,          # what the problem was

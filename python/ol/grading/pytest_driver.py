@@ -20,6 +20,7 @@ from __future__ import annotations
 import dis
 import inspect
 import os
+import signal
 import sys
 import time
 import types
@@ -28,6 +29,7 @@ from typing import Protocol
 
 from ol.grading.protocol import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED  # noqa: F401  (the table)
 GRADING_MAX_EXAMPLES = 20   # per Hypothesis test, in every graded run
+TEST_SHARE = 4              # a test may use 1/TEST_SHARE of its run's processor time (run_items)
 # Imported once in the tests' warm process, so that no run pays for them.
 WARM_MODULES = ("numpy.random", "numpy.testing", "numpy.linalg", "hypothesis.strategies", "hypothesis.extra.numpy",
                 "math", "cmath", "itertools", "functools", "fractions", "decimal", "random", "collections",
@@ -119,21 +121,58 @@ def _loops(code: types.CodeType, depth: int = 0) -> bool:
     return depth < 8 and any(_loops(const, depth + 1) for const in code.co_consts if isinstance(const, types.CodeType))
 
 
-def run_items(items: list, notes: NoteTaker) -> int:
+class OverTime(BaseException):
+    """Raised in a test that used its share of the run's processor time.  A
+    BaseException, so that a test's own `except Exception` does not swallow
+    it; pytest records it as that test's failure."""
+
+
+def per_test_seconds(run_seconds: float) -> float:
+    """The processor time one test may use: its share of the run's."""
+    return run_seconds / TEST_SHARE
+
+
+def run_items(items: list, notes: NoteTaker, run_seconds: float = 0.0) -> int:
     """Run every test, in this order, each one's outcome in the notes
     (running, then passed or failed): whoever reads them decides when it has
-    heard enough.  Exit 0 all passed, 1 a test failed."""
+    heard enough.  Exit 0 all passed, 1 a test failed.
+
+    With run_seconds (the run's processor-time limit, the same in every run),
+    a test that uses per_test_seconds(run_seconds) of processor time is stopped
+    there (OverTime, on SIGPROF), failed and noted "overtime", and the tests
+    after it still run: one test that loops forever on a correct
+    implementation costs that test, not the rest of the suite.  A test that
+    stops the alarm, or loops inside a C function, still meets the run's own
+    limit."""
     from _pytest.runner import runtestprotocol
 
+    share = per_test_seconds(run_seconds) if run_seconds > 0 else 0.0
+    fired: list[str] = []
+
+    def over_time(signum, frame):
+        fired.append(items[index].nodeid)
+        raise OverTime(f"this test used {share:g} s of processor time, its share of the run's {run_seconds:g} s "
+                       "(look for a loop that does not end); the tests after it still run")
+
+    if share:
+        signal.signal(signal.SIGPROF, over_time)
     failed = False
     for index, item in enumerate(items):
         notes.send(running=item.nodeid)
         following = items[index + 1] if index + 1 < len(items) else None
         try:
-            item_failed = any(r.failed for r in runtestprotocol(item, nextitem=following, log=False))
-        except BaseException:  # pytest.exit() or worse: the suite stops here
+            if share:
+                signal.setitimer(signal.ITIMER_PROF, share)
+            try:
+                item_failed = any(r.failed for r in runtestprotocol(item, nextitem=following, log=False))
+            finally:
+                if share:
+                    signal.setitimer(signal.ITIMER_PROF, 0)
+        except BaseException:  # pytest.exit(), an OverTime outside the test's own phases, or worse: the suite stops here
             notes.send(failed=item.nodeid)
             return EXIT_FAILED
+        if fired and fired[-1] == item.nodeid:
+            notes.send(overtime=item.nodeid)
         notes.send(**{"failed" if item_failed else "passed": item.nodeid})
         failed = failed or item_failed
     notes.send(ended=time.monotonic())

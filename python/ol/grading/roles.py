@@ -204,11 +204,12 @@ class TestsRole(Role):
                     return EXIT_COLLECT, {"problem": "isolate"}
                 return collected
 
+            each_run = dataclasses.replace(self.limits, cpu_seconds=request.cpu_seconds or self.limits.cpu_seconds)
+
             def run_items(items):
                 proxy.connect(socket.socket(fileno=CHANNEL_FD))
-                return pytest_driver.run_items(items, Notes(NOTES_FD))
+                return pytest_driver.run_items(items, Notes(NOTES_FD), each_run.cpu_seconds)
 
-            each_run = dataclasses.replace(self.limits, cpu_seconds=request.cpu_seconds or self.limits.cpu_seconds)
             return serve_collected(channel.detach(), collect, run_items, each_run)
         notes = Notes(NOTES_FD)
         proxy.connect(channel)   # a call at import time reaches this run's own variant
@@ -218,7 +219,7 @@ class TestsRole(Role):
             return collected[0]
         items, ids, filed = collected
         notes.send(collected=ids, filed=filed)
-        return pytest_driver.run_items(items, notes)
+        return pytest_driver.run_items(items, notes, request.cpu_seconds or self.limits.cpu_seconds)
 
 
 class ImplRole(Role):
