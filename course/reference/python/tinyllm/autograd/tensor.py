@@ -96,7 +96,10 @@ class Tensor:
         of that parent's shape, or None for a parent that needs none.  It runs
         only if some parent requires grad.
         """
-        out = Tensor(data, _parents=tuple(parents), _op=op)
+        parents = tuple(parents)
+        # Without a parent that requires grad there is no backward: keep no parents, so
+        # an inference forward frees each intermediate as soon as the next op has used it.
+        out = Tensor(data, _parents=parents if any(p.requires_grad for p in parents) else (), _op=op)
         if out.requires_grad:
             def _backward(grad):
                 for parent, parent_grad in zip(out._parents, backward(grad)):
