@@ -82,6 +82,13 @@ class GGUFFile:
 
     # ---- the header -------------------------------------------------------------------
 
+    def release(self) -> None:
+        """Give back the pages of the file read so far: they leave this process's
+        memory (not the page cache), and a later read maps them again.  Once its
+        tensors are dequantized to float32, a model needs its stored bytes no more."""
+        if hasattr(mmap, "MADV_DONTNEED"):
+            self._map.madvise(mmap.MADV_DONTNEED)
+
     def _read(self, fmt: str) -> tuple:
         values = struct.unpack_from(fmt, self._map, self._at)
         self._at += struct.calcsize(fmt)
