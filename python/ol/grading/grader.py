@@ -279,7 +279,8 @@ class Grader:
                 status = (TIMEOUT if test in overtime else FAILED if test in failed else
                           verdict.status if test == running else NOT_RUN)
                 detail = (f"it used its share of a run's processor time (the time limit is "
-                          f"{math.ceil(self.time_limit)} s; one test may use {share:g} s)" if test in overtime else verdict.detail if test == running else
+                          f"{math.ceil(self.time_limit)} s; one test may use {share:g} s)" if test in overtime else
+                          verdict.detail if test == running else
                           "an earlier test ended the run before it" if status == NOT_RUN else "")
                 known = self.left_out.get(test)
                 implementations = tuple(dict.fromkeys((*(known.implementations if known else ()), variant.key)))

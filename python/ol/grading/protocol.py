@@ -91,7 +91,7 @@ class RunRequest:
     The tests' side gets the same request for every graded run of the
     student's suite, whatever it is graded against and whatever came before
     (README.md: no channel the grader opens itself): every test, in the
-    suite's own order, to the end; the observer stops a run it has heard
+    order its code alone fixes (pytest_driver.running_order), to the end; the observer stops a run it has heard
     enough from.  The implementation's side gets the variant (source,
     modules)."""
 
@@ -346,7 +346,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 #
 #   observer -> collector   b"R" u32 run id, u8 descriptors; with SCM_RIGHTS the descriptors:
 #                           channel, notes, and the run's memory group's cgroup.procs where there is
-#                           one.  The same for every run: every test, in the suite's own order
+#                           one.  The same for every run: every test, in one order (pytest_driver.running_order)
 #                           b"K" u32 run id                                   kill that run
 #   collector -> observer   b"C" u32 n, then n bytes: the test ids joined by newlines
 #                           b"P" u32 n, then n bytes: kind, newline, detail   it cannot be run

@@ -110,7 +110,8 @@ def cost_class(item) -> int:
     return LOOPING if isinstance(code, types.CodeType) and _loops(code) else PLAIN
 
 
-_BACKWARDS = {op for name, op in dis.opmap.items() if "BACKWARD" in name}   # 3.11: JUMP_BACKWARD, POP_JUMP_BACKWARD_IF_*
+# 3.11 jumps back with JUMP_BACKWARD and POP_JUMP_BACKWARD_IF_*; 3.12 with JUMP_BACKWARD alone
+_BACKWARDS = {op for name, op in dis.opmap.items() if "BACKWARD" in name}
 
 
 def _loops(code: types.CodeType, depth: int = 0) -> bool:
@@ -168,7 +169,7 @@ def run_items(items: list, notes: NoteTaker, run_seconds: float = 0.0) -> int:
             finally:
                 if share:
                     signal.setitimer(signal.ITIMER_PROF, 0)
-        except BaseException:  # pytest.exit(), an OverTime outside the test's own phases, or worse: the suite stops here
+        except BaseException:  # pytest.exit(), an OverTime between a test's phases, or worse: the suite ends
             notes.send(failed=item.nodeid)
             return EXIT_FAILED
         if fired and fired[-1] == item.nodeid:
