@@ -170,6 +170,28 @@ def test_an_endless_test_costs_only_itself_and_the_tests_after_it_are_graded(sha
     assert result.tests == 3 and result.graded_tests == 2
 
 
+@pytest.mark.needs_confinement
+def test_a_test_stopped_in_the_middle_of_a_call_leaves_the_next_tests_their_own_answers(tmp_path):
+    """An endless loop of calls through the proxy is stopped at its share of
+    the run's time, most likely between a request and its answer: the stop
+    waits for the answer, so the tests after it get their own, and pass."""
+    suite = write_suite(tmp_path / "l7-3-rope", """
+        def test_forever_calling():
+            while True:
+                rope_cos_sin(3, [1.0, 0.5])
+
+        def test_tables_after_it():
+            for position in (0, 1, 2):
+                cos, sin = rope_cos_sin(position, [1.0, 0.5])
+                np.testing.assert_allclose(cos.data, np.cos(position * np.array([1.0, 0.5])), rtol=1e-6)
+    """)
+    session = GradingSession(ROOT, "L7.3")
+    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::10])
+    result = grade(suite, session=session, time_limit=2)
+    assert result.reason is None and result.graded_tests == 1, (result.reason, result.problems, result.rejected)
+    assert [e["test"].rsplit("::", 1)[1] for e in result.rejected] == ["test_forever_calling"]
+
+
 @pytest.mark.slow
 @pytest.mark.needs_confinement
 @pytest.mark.parametrize("sharing", ["shared", "isolated"])

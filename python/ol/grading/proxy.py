@@ -29,6 +29,7 @@ import builtins
 import dataclasses
 import functools
 import inspect
+import signal
 import socket
 import sys
 import weakref
@@ -62,15 +63,30 @@ def connect(sock: socket.socket | None) -> None:
 # ---- requests ------------------------------------------------------------------------
 
 
+# The signal that ends a test at its share of the run's time (ol.grading.pytest_driver.run_items):
+# held while a request is in flight, so that a stopped test never leaves an answer unread.
+_HELD_DURING_A_REQUEST = {signal.SIGPROF}
+
+
 def request(header: dict, encoder: Encoder | None = None):
     """Send one request and return its decoded value, raising what the code
-    under test raised."""
+    under test raised.  One request, one answer, whatever interrupts the
+    test: SIGPROF waits until the answer is read (else the next test would
+    read this one's)."""
     global called_unconnected
     if _channel is None:
         called_unconnected = True
         raise ImplementationGone(
             "the code under test can be called only inside a test function, not while your test files are "
             "being imported (module level, decorators, parametrize lists): move the call into the test")
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_DURING_A_REQUEST)
+    try:
+        return _answer(header, encoder)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def _answer(header: dict, encoder: Encoder | None):
     encoder = encoder or _ArgumentEncoder()
     syncs = _changes_to_kept(encoder)
     if syncs:
