@@ -221,10 +221,9 @@ def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, con
     session = GradingSession(ctx.root, module.id)   # builds the mutant cache once; each copy starts from it
     cache = [cache_path(session.reference.source)]
     if module.grading.features:   # and every counted mutant's witness, which the features rest on
-        from ol.grading.witnesses import cache_file, find_witnesses
+        from ol.grading.witnesses import cache_every_witness
 
-        find_witnesses(session, list(session.mutants.counted))
-        cache.append(cache_file(session))
+        cache.append(cache_every_witness(session))
     if args.ray:
         from ol.class_grading.cluster import CACHE, CHECKOUT, grade_on_ray
         from ol.class_grading.checkout import copy_checkout

@@ -282,11 +282,11 @@ def prepare(checkout: Path, module_id: str) -> None:
     and every counted mutant's witness, cached in the home folder, where each
     submission's check finds them (the witnesses take about 5 s to find)."""
     from ol.grading.session import GradingFault, GradingSession
-    from ol.grading.witnesses import find_witnesses
+    from ol.grading.witnesses import cache_every_witness
 
     session = GradingSession(checkout, module_id)
     try:
-        find_witnesses(session, list(session.mutants.counted))
+        cache_every_witness(session)
     except (GradingFault, OSError) as error:   # each submission searches again: slower, not wrong
         print(f"ol: the witnesses were not cached at setup ({error}); each submission finds its own")
 

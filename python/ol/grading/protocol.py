@@ -91,8 +91,8 @@ class RunRequest:
     The tests' side gets the same request for every graded run of the
     student's suite, whatever it is graded against and whatever came before
     (README.md: no channel the grader opens itself): every test, in the
-    order its code alone fixes (pytest_driver.running_order), to the end; the observer stops a run it has heard
-    enough from.  The implementation's side gets the variant (source,
+    order its code alone fixes (pytest_driver.running_order), to the end;
+    the observer stops a run it has heard enough from.  The implementation's side gets the variant (source,
     modules)."""
 
     # the tests' side
@@ -200,13 +200,13 @@ def loads_bounded(data: bytes | bytearray, max_depth: int):
     if data.count(b"[") + data.count(b"{") <= max_depth:   # no deeper than its opening brackets: json.loads is safe
         return json.loads(data)
     depth = deepest = 0
-    for bracket in re.findall(rb"[\[\]{}]", _STRING.sub(b"", bytes(data))):
+    for bracket in re.findall(rb"[\[\]{}]", _STRING.sub(b"", data)):
         depth += 1 if bracket in b"[{" else -1
         deepest = max(deepest, depth)
         if deepest > max_depth:
             raise ValueError(f"JSON nested deeper than {max_depth}")
     try:
-        return json.loads(bytes(data))
+        return json.loads(data)
     except RecursionError:
         raise ValueError(f"JSON nested deeper than {max_depth}") from None
 
@@ -348,7 +348,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 #                           channel, notes, and the run's memory group's cgroup.procs where there is
 #                           one.  The same for every run: every test, in one order (pytest_driver.running_order)
 #                           b"K" u32 run id                                   kill that run
-#   collector -> observer   b"C" u32 n, then n bytes: the test ids joined by newlines
+#   collector -> observer   b"C" u32 n, then n bytes: the test ids in running order, an empty line,
+#                           the same in file order, one a line (collected_ids)
 #                           b"P" u32 n, then n bytes: kind, newline, detail   it cannot be run
 #                           b"D" u32 run id, i32 exit status, u32 processor milliseconds
 

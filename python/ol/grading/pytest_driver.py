@@ -92,8 +92,7 @@ def running_order(items: list) -> list:
         owner = (getattr(item, "fspath", None), getattr(getattr(item, "cls", None), "__qualname__", None), function)
         (rest if owner in seen else first).append(item)
         seen.add(owner)
-    costs = {id(item): cost_class(item) for item in items}
-    return sorted(first, key=lambda item: costs[id(item)]) + sorted(rest, key=lambda item: costs[id(item)])
+    return sorted(first, key=cost_class) + sorted(rest, key=cost_class)   # stable: the suite's order within a class
 
 
 def cost_class(item) -> int:
