@@ -123,25 +123,6 @@ def cpu_model() -> str:
     return " ".join(fields.get(k, "?") for k in ("vendor_id", "cpu family", "model", "stepping", "model name"))
 
 
-def settled(compute: Callable[[], tuple[dict[str, np.ndarray], dict]], tries: int = 4):
-    """compute()'s result once two calls in a row agree bit for bit.
-
-    Measured on torch 2.13 (CPU, AVX512): in about one process in three the
-    first float32 cos of the process is wrong by up to 1.5e-4 at angles near
-    30000 rad (the second call, and every later one, is within an ulp of cos of
-    the float32 angle).  A fixture must not depend on which call it was.
-    """
-    previous = compute()
-    for _ in range(tries - 1):
-        current = compute()
-        if previous[0].keys() == current[0].keys() and all(
-                np.array_equal(previous[0][key], current[0][key]) for key in current[0]):
-            return current
-        previous = current
-    raise SystemExit(f"{compute.__name__} gave different arrays on each of {tries} calls: "
-                     "this torch is not deterministic here; the fixture cannot be regenerated")
-
-
 def with_provenance(arrays: dict[str, np.ndarray], provenance: dict) -> dict[str, np.ndarray]:
     """The arrays plus their "__provenance__" entry, ready for write().
 
@@ -210,6 +191,12 @@ def main(fixture: FixtureFile, build: Callable[[], dict[str, np.ndarray]], doc: 
                         help=f"write DIR/{fixture.path.name} (default: rewrite {fixture.path} in the repository)")
     args = parser.parse_args(argv)
     path = (args.out / fixture.path.name) if args.out else REPO / fixture.path
+    # One thread.  Measured on torch 2.13 (CPU, AVX512): the first float32 cos a
+    # worker thread of torch's pool computes in a process is, in about one process
+    # in two, off by up to 1.5e-4 at angles near 30000 rad, so the half of a
+    # tensor that thread took differs from the same values in the main thread's
+    # half.  A fixture must not depend on how a tensor was split among threads.
+    torch.set_num_threads(1)
     arrays = build()
     write(arrays, path)
     size = path.stat().st_size

@@ -56,7 +56,6 @@ def grads(function, inputs: dict[str, np.ndarray], g: np.ndarray) -> dict[str, n
 
 def build() -> dict[str, np.ndarray]:
     fixture_file.check_versions(FIXTURE, {"torch": torch.__version__, "transformers": transformers.__version__})
-    torch.set_num_threads(1)
     a = {}
     f64 = lambda key, shape: SEEDS.normal(key, shape).astype(np.float64)  # noqa: E731
 

@@ -114,7 +114,6 @@ CONFIG_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_att
 def build() -> dict[str, np.ndarray]:
     fixture_file.check_versions(FIXTURE, {"torch": torch.__version__, "transformers": transformers.__version__})
     transformers.logging.set_verbosity_error()
-    torch.set_num_threads(1)
     arrays, configs = {}, {}
     with torch.no_grad():
         for model in MODELS:

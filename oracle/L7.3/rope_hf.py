@@ -337,7 +337,7 @@ def build() -> dict[str, np.ndarray]:
     arrays, configs = {}, {}
     with torch.no_grad():
         for name, section in SECTIONS.items():
-            section_arrays, configs[name] = fixture_file.settled(section)
+            section_arrays, configs[name] = section()
             arrays.update(section_arrays)
     return fixture_file.with_provenance(arrays, {
         **FIXTURE.header(),

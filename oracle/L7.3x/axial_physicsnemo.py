@@ -227,10 +227,10 @@ def build() -> dict[str, np.ndarray]:
     arrays, configs = {}, {}
     with torch.no_grad():
         for case in AXIAL:
-            section_arrays, configs[case] = fixture_file.settled(lambda: axial_section(rope, case))
+            section_arrays, configs[case] = axial_section(rope, case)
             arrays.update(section_arrays)
         for name, section in (("provider2d", provider2d_section), ("rope1d", rope1d_section)):
-            section_arrays, configs[name] = fixture_file.settled(lambda: section(rope))
+            section_arrays, configs[name] = section(rope)
             arrays.update(section_arrays)
         raised = errors(rope)
     return fixture_file.with_provenance(arrays, {

@@ -136,7 +136,6 @@ def run(case: str) -> dict[str, np.ndarray]:
 def build() -> dict[str, np.ndarray]:
     fixture_file.check_versions(FIXTURE, {"torch": torch.__version__, "transformers": transformers.__version__})
     transformers.logging.set_verbosity_error()
-    torch.set_num_threads(1)
     arrays = {}
     with torch.no_grad():
         check_mask_convention()

@@ -134,7 +134,6 @@ def run(case: str, models: dict) -> dict[str, np.ndarray]:
 def build() -> dict[str, np.ndarray]:
     fixture_file.check_versions(FIXTURE, {"torch": torch.__version__, "transformers": transformers.__version__})
     transformers.logging.set_verbosity_error()
-    torch.set_num_threads(1)
     arrays = {}
     with torch.no_grad():
         models = {n_kv: model_for(n_kv) for n_kv in sorted({c[0] for c in CASES.values()})}

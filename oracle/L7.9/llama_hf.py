@@ -86,7 +86,6 @@ def build_model(model: str) -> tuple[LlamaForCausalLM, dict[str, np.ndarray]]:
 def build() -> dict[str, np.ndarray]:
     fixture_file.check_versions(FIXTURE, {"torch": torch.__version__, "transformers": transformers.__version__})
     transformers.logging.set_verbosity_error()
-    torch.set_num_threads(1)
     arrays = {}
     with torch.no_grad():
         for model in MODELS:
