@@ -166,7 +166,59 @@ def test_an_endless_test_costs_only_itself_and_the_tests_after_it_are_graded(sha
     result = grade(suite, session=session, time_limit=2, isolated=sharing == "isolated")
     assert result.reason is None and result.score is not None and result.killed > 0, (result.reason, result.problems)
     assert [(e["test"].rsplit("::", 1)[1], e["status"]) for e in result.rejected] == [("test_forever", "timeout")]
-    assert "(the time limit is 2 s; one test may use 0.5 s)" in result.rejected[0]["failure"], result.rejected
+    assert "(the time limit is 2 s; one test may use 0.5 s on each side)" in result.rejected[0]["failure"], result.rejected
+    assert result.tests == 3 and result.graded_tests == 2
+
+
+@pytest.mark.needs_confinement
+@pytest.mark.parametrize("sharing", ["shared", "isolated"])
+def test_a_test_that_keeps_the_code_under_test_busy_costs_only_itself(sharing, tmp_path):
+    """A test that makes the implementation compute without end: attention
+    over 1500 tokens is a small request and a small answer on the tests'
+    side and a 1500 x 1500 softmax on the other, so the tests' own share is
+    never reached.  Before, the implementation's process met the run's limit
+    and every later test was "never reached".  Now the test's calls have a
+    share of their own there: the test is named as a timeout, the tests after
+    it graded."""
+    folder = tmp_path / "l7-5-attention"
+    folder.mkdir()
+    (folder / "test_student.py").write_text(textwrap.dedent("""
+        import numpy as np
+
+        from tinyllm.autograd.tensor import Tensor
+        from tinyllm.modern.attention import attention
+        from tinyllm.modern.rope import RopeSpec
+
+
+        def test_busy_implementation():
+            eye = Tensor(np.eye(2))
+            x = Tensor(np.ones((1, 1500, 2)))
+            while True:
+                attention(x, eye, eye, eye, eye, RopeSpec(np.array([0.5])), np.arange(1500), 1, 1)
+
+
+        def test_output_is_a_weighted_mix_of_values():
+            rng = np.random.default_rng(0)
+            weights = [Tensor(rng.normal(size=s)) for s in ((8, 8), (8, 8), (8, 8), (8, 8))]
+            x = rng.normal(size=(1, 3, 8))
+            out, (k, v) = attention(Tensor(x), *weights, RopeSpec(np.array([1.0, 0.1])), np.arange(3), 2, 2)
+            assert out.shape == (1, 3, 8) and k.shape == v.shape == (1, 2, 3, 4)
+            np.testing.assert_allclose(v.data, (x @ weights[2].data.T).reshape(1, 3, 2, 4).transpose(0, 2, 1, 3),
+                                       atol=1e-3)
+
+
+        def test_first_token_sees_only_itself():
+            eye = Tensor(np.eye(2))
+            out, _ = attention(Tensor(np.array([[[1.0, 0.0], [0.0, 1.0]]])), eye, eye, eye, eye,
+                               RopeSpec(np.array([np.pi / 2])), np.arange(2), 1, 1)
+            np.testing.assert_allclose(out.data[0], [[1.0, 0.0], [0.1956, 0.8044]], atol=1e-3)
+    """))
+    session = GradingSession(ROOT, "L7.5")
+    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::10])
+    result = grade(folder, session=session, time_limit=2, isolated=sharing == "isolated")
+    assert result.reason is None and result.score is not None and result.killed > 0, (result.reason, result.problems)
+    assert [(e["test"].rsplit("::", 1)[1], e["status"]) for e in result.rejected] == \
+        [("test_busy_implementation", "timeout")], result.rejected
     assert result.tests == 3 and result.graded_tests == 2
 
 

@@ -48,7 +48,8 @@ from ol.grading.confine import describe_exit
 from ol.grading.scheduler import WALL_FACTOR, Outcome, Run, Scheduler
 from ol.grading.protocol import RunRequest, merged_notes
 from ol.grading.session import GradingFault, GradingSession
-from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED, per_test_seconds
+from ol.grading.protocol import per_test_seconds
+from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED
 from ol.grading.variants import Variant, describe
 
 PASSED, FAILED, TIMEOUT, CRASHED = "passed", "failed", "timeout", "crashed"
@@ -278,8 +279,9 @@ class Grader:
                     continue
                 status = (TIMEOUT if test in overtime else FAILED if test in failed else
                           verdict.status if test == running else NOT_RUN)
-                detail = (f"it used its share of a run's processor time (the time limit is "
-                          f"{math.ceil(self.time_limit)} s; one test may use {share:g} s)" if test in overtime else
+                detail = (f"it used its share of a run's processor time, in its own code or in the calls it made "
+                          f"(the time limit is {math.ceil(self.time_limit)} s; one test may use {share:g} s on each side)"
+                          if test in overtime else
                           verdict.detail if test == running else
                           "an earlier test ended the run before it" if status == NOT_RUN else "")
                 known = self.left_out.get(test)

@@ -79,6 +79,34 @@ def exit_meaning(code: int | None) -> str:
     return f"exit status {code}" + (f": {RUN_EXITS[code]}" if code in RUN_EXITS else "")
 
 
+# ---- a test's share of its run's processor time ---------------------------------------------
+#
+# A run's processor-time limit is the same in every run of a check; each test may use a quarter of
+# it, counted on the tests' side (ITIMER_PROF, ol.grading.pytest_driver.run_items) and, in an
+# isolated run, apart on the implementation's side for the calls that test made (ol.grading.serve).
+
+TEST_SHARE = 4   # a test may use 1/TEST_SHARE of its run's processor time on each side
+
+
+def per_test_seconds(run_seconds: float) -> float:
+    """The processor time one test may use: its share of the run's."""
+    return run_seconds / TEST_SHARE
+
+
+class OverTime(BaseException):
+    """Raised in a test that used its share of the run's processor time, on
+    either side.  A BaseException, so that a test's own `except Exception`
+    does not swallow it; pytest records it as that test's failure.  `raised`
+    counts them in this process: run_items tells a test that met its share by
+    the count going up."""
+
+    raised = 0
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        OverTime.raised += 1
+
+
 # ---- run requests (observer -> warm process; trusted) ----------------------------------------
 
 BASE_MODULE = "correct"   # the module a chaff wraps, in RunRequest.modules (ol.grading.chaffs)

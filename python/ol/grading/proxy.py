@@ -37,6 +37,7 @@ from types import ModuleType
 
 import numpy as np
 
+from ol.grading.protocol import OverTime
 from ol.grading.wire import Decoder, Encoder, PeerGone, WireError, recv_message, send_message
 
 _channel: socket.socket | None = None
@@ -47,6 +48,7 @@ called_unconnected = False   # the suite called the code under test while no run
 # as last sent).  Before each request, changes the caller made are sent along,
 # so the kept copy over there behaves as the caller's own array would.
 _kept: list[tuple[weakref.ref, int, np.ndarray]] = []
+_test_began = False   # the next request is the first of a test: it starts that test's share over there
 
 
 class ImplementationGone(RuntimeError):
@@ -60,12 +62,20 @@ def connect(sock: socket.socket | None) -> None:
     _kept.clear()
 
 
+def begin_test() -> None:
+    """A test begins: its first request tells the other side, which counts
+    the processor time of that test's calls from there (ol.grading.serve)."""
+    global _test_began
+    _test_began = True
+
+
 # ---- requests ------------------------------------------------------------------------
 
 
 # The signal that ends a test at its share of the run's time (ol.grading.pytest_driver.run_items):
 # held while a request is in flight, so that a stopped test never leaves an answer unread.
 _HELD_DURING_A_REQUEST = {signal.SIGPROF}
+OVER_TIME = f"{OverTime.__module__}.{OverTime.__qualname__}"   # as ol.grading.serve describes it
 
 
 def request(header: dict, encoder: Encoder | None = None):
@@ -87,10 +97,13 @@ def request(header: dict, encoder: Encoder | None = None):
 
 
 def _answer(header: dict, encoder: Encoder | None):
+    global _test_began
     encoder = encoder or _ArgumentEncoder()
     syncs = _changes_to_kept(encoder)
     if syncs:
         header = dict(header, sync=syncs)
+    if _test_began:
+        header, _test_began = dict(header, test=True), False
     try:
         send_message(_channel, header, encoder.buffers)
         reply, buffers = recv_message(_channel)
@@ -98,6 +111,8 @@ def _answer(header: dict, encoder: Encoder | None):
         raise ImplementationGone(f"the code under test stopped answering: its process ended ({error})") from None
     decoder = _ResultDecoder(buffers, getattr(encoder, "tensors", []))
     if "error" in reply:
+        if (reply["error"].get("classes") or [None])[0] == OVER_TIME:   # the calls of this test used its share there
+            raise OverTime(str(reply["error"].get("message", "")))
         raise rebuild_exception(reply["error"])
     value = decoder.decode_top(reply.get("value"))
     for number, data in reply.get("mirror", []):

@@ -24,12 +24,13 @@ import signal
 import sys
 import time
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
 from ol.grading.protocol import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED  # noqa: F401  (the table)
+from ol.grading.protocol import OverTime, per_test_seconds
 GRADING_MAX_EXAMPLES = 20   # per Hypothesis test, in every graded run
-TEST_SHARE = 4              # a test may use 1/TEST_SHARE of its run's processor time (run_items)
 # Imported once in the tests' warm process, so that no run pays for them.
 WARM_MODULES = ("numpy.random", "numpy.testing", "numpy.linalg", "hypothesis.strategies", "hypothesis.extra.numpy",
                 "math", "cmath", "itertools", "functools", "fractions", "decimal", "random", "collections",
@@ -121,18 +122,8 @@ def _loops(code: types.CodeType, depth: int = 0) -> bool:
     return depth < 8 and any(_loops(const, depth + 1) for const in code.co_consts if isinstance(const, types.CodeType))
 
 
-class OverTime(BaseException):
-    """Raised in a test that used its share of the run's processor time.  A
-    BaseException, so that a test's own `except Exception` does not swallow
-    it; pytest records it as that test's failure."""
-
-
-def per_test_seconds(run_seconds: float) -> float:
-    """The processor time one test may use: its share of the run's."""
-    return run_seconds / TEST_SHARE
-
-
-def run_items(items: list, notes: NoteTaker, run_seconds: float = 0.0) -> int:
+def run_items(items: list, notes: NoteTaker, run_seconds: float = 0.0,
+              on_test: Callable[[], None] = lambda: None) -> int:
     """Run every test, in this order, each one's outcome in the notes
     (running, then passed or failed): whoever reads them decides when it has
     heard enough.  Exit 0 all passed, 1 a test failed.
@@ -143,14 +134,13 @@ def run_items(items: list, notes: NoteTaker, run_seconds: float = 0.0) -> int:
     after it still run: one test that loops forever on a correct
     implementation costs that test, not the rest of the suite.  A test that
     stops the alarm, or loops inside a C function, still meets the run's own
-    limit."""
+    limit.  on_test() is called as each test begins (the proxy starts that
+    test's share on the implementation's side)."""
     from _pytest.runner import runtestprotocol
 
     share = per_test_seconds(run_seconds) if run_seconds > 0 else 0.0
-    fired: list[str] = []
 
     def over_time(signum, frame):
-        fired.append(items[index].nodeid)
         raise OverTime(f"this test used {share:g} s of processor time, its share of the run's {run_seconds:g} s "
                        "(look for a loop that does not end); the tests after it still run")
 
@@ -160,6 +150,8 @@ def run_items(items: list, notes: NoteTaker, run_seconds: float = 0.0) -> int:
     for index, item in enumerate(items):
         notes.send(running=item.nodeid)
         following = items[index + 1] if index + 1 < len(items) else None
+        raised = OverTime.raised
+        on_test()
         try:
             if share:
                 signal.setitimer(signal.ITIMER_PROF, share)
@@ -171,7 +163,7 @@ def run_items(items: list, notes: NoteTaker, run_seconds: float = 0.0) -> int:
         except BaseException:  # pytest.exit(), an OverTime between a test's phases, or worse: the suite ends
             notes.send(failed=item.nodeid)
             return EXIT_FAILED
-        if fired and fired[-1] == item.nodeid:
+        if OverTime.raised > raised:
             notes.send(overtime=item.nodeid)
         notes.send(**{"failed" if item_failed else "passed": item.nodeid})
         failed = failed or item_failed

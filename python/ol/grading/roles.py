@@ -208,7 +208,7 @@ class TestsRole(Role):
 
             def run_items(items):
                 proxy.connect(socket.socket(fileno=CHANNEL_FD))
-                return pytest_driver.run_items(items, Notes(NOTES_FD), each_run.cpu_seconds)
+                return pytest_driver.run_items(items, Notes(NOTES_FD), each_run.cpu_seconds, proxy.begin_test)
 
             return serve_collected(channel.detach(), collect, run_items, each_run)
         notes = Notes(NOTES_FD)
@@ -219,7 +219,7 @@ class TestsRole(Role):
             return collected[0]
         items, ids, filed = collected
         notes.send(collected=ids, filed=filed)
-        return pytest_driver.run_items(items, notes, request.cpu_seconds or self.limits.cpu_seconds)
+        return pytest_driver.run_items(items, notes, request.cpu_seconds or self.limits.cpu_seconds, proxy.begin_test)
 
 
 class ImplRole(Role):
@@ -268,7 +268,8 @@ class ImplRole(Role):
             module = _Broken(self.target, error, request.tracebacks)
         else:
             Notes(NOTES_FD).send(imported=time.monotonic())   # a student kit counts no catch of a variant without it
-        serve(channel, module, tracebacks=request.tracebacks)
+        serve(channel, module, tracebacks=request.tracebacks,
+              run_seconds=request.cpu_seconds or self.limits.cpu_seconds)
         return 0
 
 

@@ -24,11 +24,20 @@ can be reached.  A backward pass replays the recorded call on fresh inputs
 and back-propagates the given gradient there, so no graph state is shared
 between two backward calls.  Writes into an input array (or a Tensor's data)
 are reported with the reply so the proxy can mirror them.
+
+A test's calls share its processor time here as its own code does there:
+the first request of each test says so ("test": true), and from then on the
+calls of that test may use per_test_seconds(run_seconds) of this process's
+processor time (ITIMER_PROF).  Past it the call in progress raises OverTime,
+and so does every later call of that test, at once; the next test starts
+afresh.  So a test that makes the code under test loop costs that test, not
+the run, as a test that loops itself does (ol.grading.pytest_driver.run_items).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import signal
 import socket
 import sys
 import traceback
@@ -37,6 +46,7 @@ from types import ModuleType
 
 import numpy as np
 
+from ol.grading.protocol import OverTime, per_test_seconds
 from ol.grading.wire import Decoder, Encoder, PeerGone, WireError, recv_message, send_message
 
 MAX_RECORDED_CALLS = 2000   # calls whose Tensors a later backward may replay
@@ -46,9 +56,11 @@ class Unreachable(AttributeError):
     """A name the tests may not reach across the boundary."""
 
 
-def serve(sock: socket.socket, module: ModuleType, *, tracebacks: bool = False) -> None:
-    """Answer the tests' requests on `sock` until they close it."""
-    server = _Server(module, tracebacks)
+def serve(sock: socket.socket, module: ModuleType, *, tracebacks: bool = False, run_seconds: float = 0.0) -> None:
+    """Answer the tests' requests on `sock` until they close it.  run_seconds:
+    the run's processor-time limit, of which each test's calls get a share
+    (0: no share, only the run's own limit)."""
+    server = _Server(module, tracebacks, _TestShare(per_test_seconds(run_seconds)) if run_seconds > 0 else None)
     while True:
         try:
             header, buffers = recv_message(sock)
@@ -89,9 +101,34 @@ def describe_exception(error: BaseException, with_traceback: bool) -> dict:
     return described
 
 
+class _TestShare:
+    """The processor time one test's calls may use here.  SIGPROF raises
+    OverTime only inside a call (`calling`), never while a reply is being
+    sent; once it fired, the test's later calls raise it at once."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.calling, self.spent = seconds, False, False
+        signal.signal(signal.SIGPROF, self._fired)
+
+    def begin(self) -> None:
+        self.spent = False
+        signal.setitimer(signal.ITIMER_PROF, self.seconds)
+
+    def _fired(self, signum, frame) -> None:
+        self.spent = True
+        if self.calling:
+            self.calling = False
+            raise self.over()
+
+    def over(self) -> OverTime:
+        return OverTime(f"this test's calls used {self.seconds:g} s of the code under test's processor time, "
+                        "the share of one test (look for a call on a very large input, or very many calls); "
+                        "the tests after it still run")
+
+
 class _Server:
-    def __init__(self, module: ModuleType, tracebacks: bool):
-        self.module, self.tracebacks = module, tracebacks
+    def __init__(self, module: ModuleType, tracebacks: bool, share: _TestShare | None = None):
+        self.module, self.tracebacks, self.share = module, tracebacks, share
         self.objects: list = []                # handle -> object
         self.handles: dict[int, int] = {}      # id(object) -> handle
         self.calls: dict[int, tuple] = {}      # call id -> (function, raw header, raw buffers)
@@ -104,9 +141,20 @@ class _Server:
         first ("sync"); arrays passed now that it keeps are named in the
         reply ("kept"), so the tests can send their later changes."""
         decoder = _ArgumentDecoder(self, buffers)
+        share = self.share
         try:
-            self._sync(header.get("sync", []), buffers)
-            reply, out = self._answer(header, buffers, decoder)
+            if share is not None:
+                if header.get("test"):
+                    share.begin()
+                if share.spent:
+                    raise share.over()
+                share.calling = True
+            try:
+                self._sync(header.get("sync", []), buffers)
+                reply, out = self._answer(header, buffers, decoder)
+            finally:
+                if share is not None:
+                    share.calling = False
         except BaseException as error:  # everything the code under test raises goes back to the tests
             if isinstance(error, KeyboardInterrupt):
                 raise
