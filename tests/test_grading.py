@@ -11,6 +11,7 @@ import signal
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -463,6 +464,46 @@ def test_the_report_names_every_test_that_fails_on_a_pitfall_in_file_order(tmp_p
         row = page.split(f"<tr class=\"killed\"><td>{pitfall.id}</td>", 1)[1].split("</tr>", 1)[0]
         count = f"by {len(pitfall.tests)} test{'s' if len(pitfall.tests) != 1 else ''}</summary><ul>"
         assert row.split(count, 1)[1].split("</ul>")[0] == "".join(f"<li><code>{t}</code></li>" for t in pitfall.tests)
+
+
+@pytest.mark.needs_confinement
+def test_a_check_interrupted_while_it_sends_a_setup_ends_at_once(monkeypatch, tmp_path):
+    """Ctrl-C or SIGTERM can land while the observer sends a warm process its
+    setup.  Before, the unwinding told that process to quit and gave it 5 s,
+    but it was still reading the rest of its setup: the check took those 5 s,
+    past the 2 s that ol grade gives a check it stops, and ol grade took
+    seconds more to stop (7.1 s seen).  A process that never said it is ready
+    is now killed at once."""
+    from ol.grading import sandbox as sandbox_module
+
+    whole = sandbox_module.send_message
+
+    def half_a_setup_then_interrupt(sock, header, buffers=()):
+        if header.get("op") != "setup":
+            return whole(sock, header, buffers)
+        body = json.dumps(header, separators=(",", ":")).encode()
+        sizes = [memoryview(b).nbytes for b in buffers]
+        sock.sendall(struct.pack(f">II{len(sizes)}Q", len(body), len(sizes), *sizes) + body)   # no files follow
+        raise KeyboardInterrupt
+
+    started = []
+    monkeypatch.setattr(sandbox_module, "send_message", half_a_setup_then_interrupt, raising=True)
+    real_init = sandbox_module.Sandbox.__init__
+
+    def recorded(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        started.append(self)
+
+    monkeypatch.setattr(sandbox_module.Sandbox, "__init__", recorded)
+    session = GradingSession(ROOT, "L7.3")
+    suite = write_suite(tmp_path / "l7-3-rope", "def test_nothing():\n    pass\n")
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        with session.scheduler({"student": suite}, course=False):
+            pass
+    took = time.monotonic() - began
+    assert started and all(sandbox.process.poll() is not None for sandbox in started)
+    assert took < 4.0, f"the interrupted check took {took:.1f} s to end its sandboxes"
 
 
 def test_a_variant_that_hangs_or_kills_its_process_counts_as_caught(tmp_path):

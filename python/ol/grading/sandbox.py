@@ -140,6 +140,7 @@ class Sandbox:
                                         start_new_session=True, env=env or None)
         theirs.close()
         self.control = ours
+        self.ready = False      # it said it is set up (Scheduler._await_ready)
         self.stderr = bytearray()
         os.set_blocking(self.process.stderr.fileno(), False)
         header = dict(setup.header, op="setup", role=setup.role, confinement=confinement,
@@ -203,14 +204,18 @@ class Sandbox:
         return RunEnds(notes_ours.detach(), ours)
 
     def close(self) -> None:
-        try:
-            send_message(self.control, {"op": "quit"})
-        except OSError:
-            pass
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        # A warm process that said it is ready ends on "quit"; one stopped before (Ctrl-C or SIGTERM
+        # during the setup, perhaps halfway through sending it) would wait for the rest of its
+        # setup, so it is killed at once: an interrupted check ends within its caller's grace.
+        if self.ready:
+            try:
+                send_message(self.control, {"op": "quit"})
+            except OSError:
+                pass
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
         stop_process(self.process)
         self.control.close()
         if self.process.stderr is not None:

@@ -207,6 +207,7 @@ class Scheduler:
         message = sandbox.receive()
         if message.get("event") != "ready":
             raise SandboxFault(sandbox.died(message.get("detail", "its setup failed")))
+        sandbox.ready = True
 
     # ---- running -----------------------------------------------------------------------
 
