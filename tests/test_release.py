@@ -29,6 +29,7 @@ from ol.grading.session import GradingSession
 from ol.release import scan_kit
 
 MODULES = ("L7.3", "L7.4")
+RELEASED = (*MODULES, "L7.5")   # L7.5: its local check judges the chapter's features
 CATALOG = load_catalog(ROOT)
 WEAK_L7_4 = '''"""Shapes only: it never checks a value."""
 
@@ -84,7 +85,7 @@ def kit():
     scratch = Path(tempfile.mkdtemp(prefix="ol-release-", dir="/var/tmp"))
     try:
         out = scratch / "kit"
-        r = run_ol(ROOT, "release", *MODULES, "--out", str(out), cwd=scratch)
+        r = run_ol(ROOT, "release", *RELEASED, "--out", str(out), cwd=scratch)
         assert r.returncode == 0, explain(r)
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(out / ".venv")], check=True)
         env = dict(os.environ, PATH=f"{out / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}")
@@ -104,13 +105,13 @@ def test_the_kit_is_its_own_repository_and_holds_no_file_of_the_answers(kit):
                                        check=True).stdout
     assert len(git("log", "--oneline").splitlines()) == 1
     tracked = set(git("ls-files").splitlines())
-    for module_id in MODULES:
+    for module_id in RELEASED:
         grading = CATALOG.get(module_id).grading
         withheld = [f"{REFERENCE_TREE}/{grading.target}", *grading.alternates, grading.equivalent,
                     str(Path(grading.pitfalls).parent / "misconceptions.toml")]
         assert not [p for p in withheld if (kit.root / p).exists()], withheld
         assert not (kit.root / grading.model_answer).exists()
-        assert f"{grading.chaffs}/{'s01' if module_id == 'L7.3' else 'p01'}.py" in tracked
+        assert f"{grading.chaffs}/{ {'L7.3': 's01', 'L7.4': 'p01'}.get(module_id, 'a01')}.py" in tracked
         pitfalls = (kit.root / grading.pitfalls).read_text()
         assert "misconception" in pitfalls and "[[pitfall.edit]]" not in pitfalls and "old =" not in pitfalls
     assert not [p for p in tracked if p.startswith(("tests/", "bench/", "oracle/", ".ci/"))]
@@ -120,7 +121,7 @@ def test_the_kit_is_its_own_repository_and_holds_no_file_of_the_answers(kit):
 
 @pytest.mark.slow
 def test_the_scan_finds_no_answer_in_the_kit_and_one_planted_in_a_chapter(kit, tmp_path):
-    withheld = [CATALOG.get(m) for m in MODULES]
+    withheld = [CATALOG.get(m) for m in RELEASED]
     leaks, public = scan_kit(ROOT, kit.root, withheld)
     assert leaks == [], leaks
     assert set(public) <= {f"{REFERENCE_TREE}/tinyllm/modern/rope_scaling.py"}, public   # the course tests' ladder
@@ -161,8 +162,9 @@ def test_a_withheld_need_comes_from_the_students_own_file(kit):
 
 @pytest.mark.slow
 def test_every_readme_command_works_and_the_local_check_catches_every_chaff(kit):
-    shutil.copy2(ROOT / REFERENCE_TREE / "tinyllm/modern/rope.py", kit.root / "python/tinyllm/modern")
-    for module_id in MODULES:
+    for name in ("rope.py", "attention.py"):
+        shutil.copy2(ROOT / REFERENCE_TREE / "tinyllm/modern" / name, kit.root / "python/tinyllm/modern")
+    for module_id in RELEASED:
         answer = ROOT / CATALOG.get(module_id).grading.model_answer
         shutil.copytree(answer, kit.root / CATALOG.get(module_id).student_tests, dirs_exist_ok=True)
     commands = readme_commands((kit.root / "README.md").read_text())[1:]
@@ -247,6 +249,23 @@ def test_a_suite_of_shape_checks_fails_the_local_check(kit, module_id, tmp_path)
     result = kit.check(module_id, folder)
     assert result["reason"] is None and not result["passed"], result
     assert result["score"] < result["threshold"] and not all(p["killed"] for p in result["pitfalls"]), result
+
+
+@pytest.mark.slow
+def test_the_local_check_judges_the_chapters_features_as_ol_grade_does(kit):
+    """A suite that never calls attention with a cache: ol grade fails it (the
+    key/value cache feature is below its floor), and so must the kit, or a
+    student passes at home and fails in class.  Before, the kit passed it at
+    0.88: its survivors had no witnesses, so it had no features to judge."""
+    for name in ("rope.py", "attention.py"):
+        shutil.copy2(ROOT / REFERENCE_TREE / "tinyllm/modern" / name, kit.root / "python/tinyllm/modern")
+    result = kit.check("L7.5", ROOT / "tests" / "grading_suites" / "l7-5-no-cache")
+    assert result["reason"] is None and not result["passed"] and result["score"] >= result["threshold"], result
+    assert "kv-cache" in {f["id"] for f in result["features"] if not f["met"]}, result["features"]
+    cache_witnesses = [s["witness"] for s in result["survivors"] if (s.get("witness") or {}).get("feature") == "kv-cache"]
+    assert cache_witnesses and all("past=(Tensor(" in w["call"] for w in cache_witnesses), cache_witnesses
+    assert all(s["witness"]["function"] == "attention" for s in result["survivors"] if s.get("witness"))
+    assert sum(1 for s in result["survivors"] if s.get("witness")) >= len(result["survivors"]) - 2, result["survivors"]
 
 
 @pytest.mark.slow

@@ -85,7 +85,8 @@ def pytest_sessionfinish(session, exitstatus) -> None:
         if "variants" in settings:   # ol.grading.witnesses: one call that tells each variant from the base
             from ol.witness_replay import find_witnesses
             results["witnesses"] = find_witnesses(recorder, settings["base"], settings["variants"],
-                                                  settings.get("features", []))
+                                                  settings.get("features", []),
+                                                  package=settings.get("target", "").rpartition(".")[0])
         else:
             results["pairs"] = {pair["id"]: compare_pair(recorder, pair) for pair in settings["pairs"]}
     except Exception:  # a fault of the comparison itself: said, never a silent pass
@@ -214,10 +215,12 @@ def _tensor_class():
 # ---- replaying on two versions -----------------------------------------------------------------
 
 
-def load_module(name: str, source: str) -> types.ModuleType:
-    """`source` executed as a fresh module called `name` (in sys.modules while it runs)."""
+def load_module(name: str, source: str, package: str = "") -> types.ModuleType:
+    """`source` executed as a fresh module called `name` (in sys.modules while it runs), in
+    `package` (the module it is a copy of's), so that its relative imports work."""
     module = types.ModuleType(name)
     module.__file__ = f"<{name}>"
+    module.__package__ = package
     sys.modules[name] = module
     exec(compile(source, f"<{name}>", "exec", dont_inherit=True), module.__dict__)
     return module

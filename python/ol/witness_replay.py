@@ -51,11 +51,12 @@ class _TooLong(BaseException):   # not an Exception: no `except Exception` in a 
 
 
 def find_witnesses(recorder: Recorder, base_source: str, variants: list[dict],
-                   features: list[dict] = ()) -> dict[str, dict]:
+                   features: list[dict] = (), package: str = "") -> dict[str, dict]:
     """{variant id: a witness (function, call, expected, got, where, feature) or {"none": why}}.
     features: the catalog's (ol.catalog.Feature.as_setting), in order; a witness's feature is
-    the first whose conditions its call meets ("" for none)."""
-    base = load_module("ol_witness_base", base_source)
+    the first whose conditions its call meets ("" for none).  package: the one the module under
+    test is in, where the base and each variant are loaded (their relative imports)."""
+    base = load_module("ol_witness_base", base_source, package)
     right = Side(base, recorder.calls)
     expected = {}
     for index in range(len(recorder.calls)):   # the right version's outcome of every call and its gradients, once
@@ -68,7 +69,7 @@ def find_witnesses(recorder: Recorder, base_source: str, variants: list[dict],
     results = {}
     for number, variant in enumerate(variants):
         try:
-            module = load_module(f"ol_witness_variant_{number}", variant["source"])
+            module = load_module(f"ol_witness_variant_{number}", variant["source"], package)
         except Exception as error:
             results[variant["id"]] = {"none": f"it does not import: {type(error).__name__}: {str(error)[:200]}"}
             continue

@@ -70,7 +70,8 @@ class Survivor:
     id: str
     function: str
     diff: str
-    possibly_equivalent: bool | None = None   # the course tests' calls (a kit: the course tests) do not tell it
+    possibly_equivalent: bool | None = None   # no course-test call tells it (or, where no witness could be
+                                              # searched, a kit's course tests pass it)
                                               # from a correct implementation; None: not asked
     witness: dict | None = None   # the call that does (ol.grading.witnesses.Witness's fields), when one was found
 
@@ -86,7 +87,7 @@ class MutantLine:
     killed: bool
     killed_by: str | None = None   # the first test that failed on it; None when none did or a crash killed it
     diff: str = ""
-    possibly_equivalent: bool | None = None   # student kit, survivors only (None: not asked)
+    possibly_equivalent: bool | None = None   # student kit, survivors only (None: not asked): as Survivor's
     feature: str = ""   # the chapter's feature its witness exercises (ol.grading.features); "" for none
 
     def to_json(self) -> dict:
@@ -245,7 +246,9 @@ def with_witnesses(session: GradingSession, result: CheckResult) -> None:
     from the reference; then each counted mutant its feature, and each feature its floor
     (ol.grading.features), which the suite must meet to pass.  The features rest on every counted
     mutant's witness (found once per mutant set and cached): a search that fails is a fault of the
-    grader where the module has features, and costs only the witnesses where it has none."""
+    grader where the module has features, and costs only the witnesses where it has none.  In a
+    student kit the code replayed is the student's own: there the suite does not pass, and the
+    problem says why."""
     if result.reason is not None:
         return
     features = session.grading.features
@@ -254,6 +257,14 @@ def with_witnesses(session: GradingSession, result: CheckResult) -> None:
         found = find_witnesses(session, list(session.mutants.counted) if features else
                                [m for m in session.mutants.counted if m.id in surviving])
     except (GradingFault, OSError) as error:
+        if features and not session.reference.is_trusted:
+            said = str(error).strip().splitlines()
+            result.passed = False
+            result.problems.append(
+                f"the chapter's features cannot be judged: the course tests' calls could not be replayed on a copy "
+                f"of your {session.reference.origin} ({said[-1] if said else 'no reason given'}); the local check "
+                "loads copies of it under other names to find the call that shows each change: let it import so")
+            return
         if features:
             raise GradingFault(f"the features of {session.module.id} cannot be judged: {error}") from None
         print(f"ol: the survivors are shown without witnesses: {error}", file=sys.stderr)

@@ -68,7 +68,8 @@ class LocalSession(GradingSession):
 
     suite_needs_passing_code = True     # mutants of code that fails the course tests grade nothing
     variants_must_import = True         # a mutant or chaff of the student's code that never imports is no catch
-    survivors_have_witnesses = False    # its mutants are of the student's code, shown as their own diffs
+    witnesses_recorded_on = "student"   # the course tests' calls on the student's own code: its mutants'
+                                        # witnesses, and so the features, as ol grade judges them
 
     def __init__(self, root: Path, module_id: str, *, cache_dir: Path | None = None):
         self.root = Path(root).resolve()
@@ -137,14 +138,19 @@ class LocalSession(GradingSession):
 def check_in_kit(root: Path, module_id: str, request: CheckRequest = CheckRequest(), *,
                  on_event=None) -> CheckResult:
     """`ol check` for a module a student kit hands out: check_module's flow on a
-    LocalSession, then each survivor run against the course tests to mark the
-    ones that may be equivalent."""
+    LocalSession, whose survivors get witnesses as ol grade's do (a survivor
+    with none may be equivalent); a survivor whose witness search failed is
+    run against the course tests instead, to mark the ones that may be."""
     session = LocalSession(root, module_id)
     result = check_module(root, module_id, request, session=session, on_event=on_event)
     result.mutants_of = YOUR_CODE
     if result.reason is None and session.mutant_error:
         raise GradingFault(f"mutmut could not make mutants of your {session.reference.origin}: {session.mutant_error}")
-    if result.reason is None and 0 < len(result.survivors) <= MAX_TRIAGED:
+    judged = {s.id: s.possibly_equivalent for s in result.survivors if s.possibly_equivalent is not None}
+    result.mutants = [dataclasses.replace(m, possibly_equivalent=judged[m.id]) if m.id in judged else m
+                      for m in result.mutants]
+    undecided = [s for s in result.survivors if s.possibly_equivalent is None]
+    if result.reason is None and 0 < len(undecided) <= MAX_TRIAGED:
         _mark_possibly_equivalent(session, result, workers=request.workers, time_limit=request.time_limit,
                                   confinement=result.confinement)
     return result
@@ -153,9 +159,9 @@ def check_in_kit(root: Path, module_id: str, request: CheckRequest = CheckReques
 def _mark_possibly_equivalent(session: LocalSession, result: CheckResult, *, workers: int, time_limit: float,
                               confinement: str) -> None:
     """Run the course tests (stopping at the first failure) on every surviving
-    mutant: the ones they pass are possibly equivalent to the student's code."""
+    mutant not yet judged: the ones they pass are possibly equivalent to the student's code."""
     by_id = {m.id: m for m in session.mutants.counted}
-    survivors = [s for s in result.survivors if s.id in by_id]
+    survivors = [s for s in result.survivors if s.id in by_id and s.possibly_equivalent is None]
     runs = {number: s for number, s in enumerate(survivors, start=1)}
     try:
         with session.scheduler({}, course=True, workers=workers, confinement=confinement) as scheduler:
@@ -166,8 +172,10 @@ def _mark_possibly_equivalent(session: LocalSession, result: CheckResult, *, wor
     except SandboxFault as fault:
         raise GradingFault(f"the grader failed: {fault}") from None
     possibly = {runs[number].id for number, outcome in outcomes.items() if outcome.exit == 0}
-    result.survivors = [dataclasses.replace(s, possibly_equivalent=s.id in possibly) for s in result.survivors]
-    result.mutants = [m if m.killed else dataclasses.replace(m, possibly_equivalent=m.id in possibly)
+    judged = {s.id for s in survivors}
+    result.survivors = [dataclasses.replace(s, possibly_equivalent=s.id in possibly) if s.id in judged else s
+                        for s in result.survivors]
+    result.mutants = [dataclasses.replace(m, possibly_equivalent=m.id in possibly) if m.id in judged else m
                       for m in result.mutants]
 
 

@@ -57,9 +57,11 @@ class GradingSession:
     # code (ol.grading.local) needs that code to pass first.
     suite_needs_passing_code = False
     variants_must_import = False    # a variant caught without importing counts (a student kit's does not)
-    # Survivors are shown by their witness (ol.grading.witnesses): mutants of the course's own, trusted
-    # reference, run unconfined to find it.  A kit's mutants are of the student's code: not these.
+    # Survivors are shown by their witness (ol.grading.witnesses), found by replaying the calls the
+    # course tests make on this tree's code (ol.runner's implementation): here the course's own,
+    # trusted reference.  A kit records them on the student's own code, on the student's own machine.
     survivors_have_witnesses = True
+    witnesses_recorded_on = "reference"
 
     def __init__(self, root: Path, module_id: str, *, cache_dir: Path | None = None,
                  pitfall_errors: list[str] | None = None):

@@ -14,9 +14,12 @@ ol.pytest_call_recorder).  A mutant on which no such call differs has no
 witness: it is possibly equivalent, said so, and still counted.
 
 Mutants, the reference and the course tests are the course's own, trusted
-code: they run unconfined, in one pytest process.  Witnesses are cached per
-mutant set (the session's fingerprint), beside the mutants' cache, so each
-mutant's is found once.
+code: they run unconfined, in one pytest process.  In a student kit the
+calls are recorded on the student's own code and the mutants are of it: the
+student's code, run on the student's machine as `./ol tests` runs it.
+Witnesses are cached per mutant set (the session's fingerprint, which holds
+the code they are mutants of), beside the mutants' cache, so each mutant's
+is found once.
 """
 
 from __future__ import annotations
@@ -98,8 +101,10 @@ def _read(cache: Path) -> dict:
 
 
 def _search(session, mutants: list) -> dict[str, dict]:
-    """Run the course tests on the reference once, recording, and search each mutant's witness."""
+    """Run the course tests once on the session's correct implementation (the reference, or in a
+    kit the student's own code), recording, and search each mutant's witness."""
     from ol.grading.session import GradingFault
+    from ol.overlay import Source
     from ol.runner import run_tests
 
     module = session.module
@@ -110,7 +115,11 @@ def _search(session, mutants: list) -> dict[str, dict]:
             "variants": [{"id": m.id, "source": m.source} for m in mutants],
             "features": [feature.as_setting() for feature in session.grading.features],
         }), encoding="utf-8")
-        run = run_tests(session.root, module, [session.root / module.course_tests], implementation="reference",
+        # every module as the check's own runs have it: the library, and the code the mutants are of
+        sources = {name: Source.from_text(entry["source"], entry["origin"]) for name, entry in session.library.items()}
+        sources[session.target] = Source.from_text(session.reference.source, session.reference.origin)
+        run = run_tests(session.root, module, [session.root / module.course_tests], sources=sources,
+                        implementation=session.witnesses_recorded_on,
                         pytest_args=["-p", "ol.pytest_call_recorder", "--ol-record", str(settings), "-q"],
                         capture=True, catalog=session.catalog)
         if not out.is_file():
