@@ -65,6 +65,10 @@ def test_every_witness_copied_as_a_student_would_tells_the_mutant_from_the_refer
     assert same == [], same[:5]
     for witness in filter(None, witnesses.values()):
         assert witness.function.split(".")[0] in session.contract[1], f"{witness.function} is public"
+        # the course test that makes the call: where a student finds the arrays a long call elides
+        file, _, name = witness.test.partition("::")
+        assert file.startswith(f"{session.module.course_tests}/") and \
+            f"def {name.split('[')[0]}(" in (ROOT / file).read_text(), witness.test
 
 
 @pytest.mark.needs_confinement   # a shared check

@@ -76,6 +76,12 @@ def pytest_configure(config) -> None:
     config._ol_recorder = (recorder, settings)
 
 
+def pytest_runtest_setup(item) -> None:
+    recorder, _ = getattr(item.config, "_ol_recorder", (None, None))
+    if recorder is not None:
+        recorder.test = item.nodeid
+
+
 def pytest_sessionfinish(session, exitstatus) -> None:
     recorder, settings = getattr(session.config, "_ol_recorder", (None, None))
     if recorder is None:
@@ -106,6 +112,7 @@ class Call:
     kwargs: dict
     owner: int = -1  # for "method": the index of the "init" call that made the object
     method: str = ""
+    test: str = ""   # the node id of the test that made the call
 
 
 class Recorder:
@@ -115,6 +122,7 @@ class Recorder:
         self.unrecordable = 0
         self.made: dict[int, int] = {}   # id(object made by a recorded class) -> index of its "init" call
         self.keep: list = []             # those objects, so that their ids stay theirs
+        self.test = ""                   # the test running now (pytest_runtest_setup)
 
     def install(self) -> None:
         name = self.module.__name__
@@ -130,7 +138,7 @@ class Recorder:
         if len(self.calls) >= self.limit:
             return -1
         try:
-            self.calls.append(call())
+            self.calls.append(dataclasses.replace(call(), test=self.test))
         except Unrecordable:
             self.unrecordable += 1
             return -1

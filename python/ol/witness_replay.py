@@ -100,7 +100,7 @@ def _first_witness(recorder: Recorder, base, broken: Side, order: list[int], exp
         if found:
             where, want, have = found
             return {"function": _function(call), "call": describe(recorder.calls, call, base),
-                    "expected": want, "got": have, "where": where, "index": index}
+                    "expected": want, "got": have, "where": where, "test": call.test, "index": index}
     return {"none": NO_WITNESS if spent <= VARIANT_SECONDS else
             f"none found within {VARIANT_SECONDS:g} s of calls"}
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from ol.files import write_whole
 from ol.grading.mutants import _default_cache_dir
 
-WITNESS_FIELDS = ("function", "call", "expected", "got", "where", "feature")
+WITNESS_FIELDS = ("function", "call", "expected", "got", "where", "feature", "test")
 
 
 @dataclass(frozen=True)
@@ -45,13 +45,17 @@ class Witness:
     where: str       # the first place they differ: "out[0, 1]", "out[1]'s dtype and shape";
                      # "" when one of them raises (expected and got then say "raises ...", "returns ...")
     feature: str = ""   # the catalog's feature whose calls this is (ol.catalog.Feature), "" for none
+    test: str = ""      # the course test that makes the call (its node id): where its elided arrays are
 
     def sentence(self) -> str:
         """The witness as a student can turn it into a test:
-        `apply_rope(...)`: a right implementation gives out[0, 1] = 0.84147, a broken one -0.84147."""
+        `apply_rope(...)`: a right implementation gives out[0, 1] = 0.84147, a broken one -0.84147
+        (a call of the course test course/tests/L7.3/test_rope.py::test_hand_example)."""
+        source = f" (a call of the course test {self.test})" if self.test else ""
         if self.where:
-            return f"{self.call}: a right implementation gives {self.where} = {self.expected}, a broken one {self.got}"
-        return f"{self.call}: a right implementation {self.expected}, a broken one {self.got}"
+            return (f"{self.call}: a right implementation gives {self.where} = {self.expected}, "
+                    f"a broken one {self.got}{source}")
+        return f"{self.call}: a right implementation {self.expected}, a broken one {self.got}{source}"
 
 
 def find_witnesses(session, mutants: list) -> dict[str, Witness | None]:
