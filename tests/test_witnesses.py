@@ -65,6 +65,9 @@ def test_every_witness_copied_as_a_student_would_tells_the_mutant_from_the_refer
     assert same == [], same[:5]
     for witness in filter(None, witnesses.values()):
         assert witness.function.split(".")[0] in session.contract[1], f"{witness.function} is public"
+        if not witness.test:   # a course test's call with one number changed: written out, replayed above
+            assert "<" not in witness.call, witness.call
+            continue
         # the course test that makes the call: where a student finds the arrays a long call elides
         file, _, name = witness.test.partition("::")
         assert file.startswith(f"{session.module.course_tests}/") and \
@@ -93,3 +96,16 @@ def test_a_weak_l7_5_suite_sees_each_survivor_as_its_witness_in_json_and_text():
     for survivor in result.survivors:
         if survivor.witness:
             assert " ".join(witness_sentence(survivor.witness).split()) in " ".join(text.split())
+
+
+def test_a_boundary_the_course_tests_never_probe_is_found_among_their_calls_neighbours():
+    """YaRN's temperature is 1 for a factor <= 1, and the course tests' YaRN
+    calls all have larger factors: before, the mutants `factor <= 2`,
+    `2.0 if factor <= 1` and `(factor <= 1) and False` had no witness.  A
+    recorded call with its factor changed (to 1.5, to 0.5) tells each of them."""
+    session = GradingSession(ROOT, "L7.4")
+    mutants = [m for m in session.mutants.counted if m.id.startswith("_yarn_temperature:")]
+    witnesses = find_witnesses(session, mutants)
+    assert mutants and all(witnesses[m.id] for m in mutants), {m.id: witnesses[m.id] for m in mutants}
+    neighbours = [w for w in witnesses.values() if not w.test]
+    assert len(neighbours) >= 3 and all("'factor': " in w.call and "<" not in w.call for w in neighbours), neighbours

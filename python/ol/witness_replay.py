@@ -25,6 +25,14 @@ test.  Each call runs on fresh copies of its arguments on both versions:
 
 A call that runs past CALL_SECONDS on the broken version and not on the right
 one is a witness too (it hangs).  Nothing here knows a module.
+
+Where no recorded call differs, the search goes on among their neighbours:
+each recorded call with one number of its arguments changed (an int to one
+more or less, 0, 1, 2, 3 or -1; a float to 0, 0.5, 1, 1.5, 2, -1, half or
+twice it; in a list, a dict or an object's fields too), the calls in the same
+order, at most NEIGHBOURS of them.  A boundary the course tests never probe
+(rotary_dim=0, a factor of 1.5) is found there; such a witness names no
+course test, since none makes it.
 """
 
 from __future__ import annotations
@@ -43,7 +51,8 @@ RTOL, ATOL = 1e-5, 1e-6
 CALL_SECONDS = 2.0        # one call on one version
 VARIANT_SECONDS = 20.0    # every call on one broken version
 SHOWN_IN_FULL = 16        # arrays of at most this many numbers are written out
-NO_WITNESS = "no call of the course tests gives a different result on it"
+NO_WITNESS = "no call of the course tests, nor one with a number of it changed, gives a different result on it"
+NEIGHBOURS = 600          # calls with one number changed, tried where no recorded call tells a version apart
 
 
 class _TooLong(BaseException):   # not an Exception: no `except Exception` in a mutant swallows it
@@ -67,27 +76,118 @@ def find_witnesses(recorder: Recorder, base_source: str, variants: list[dict],
     # more than one about which error to raise), each kind smallest first.
     order = sorted(expected, key=lambda i: (isinstance(expected[i][0], Raised), _size(recorder.calls[i]), i))
     results = {}
+    nearby: list = []   # [calls + neighbours, their order, the right version's outcomes]: made when first needed
     for number, variant in enumerate(variants):
         try:
             module = load_module(f"ol_witness_variant_{number}", variant["source"], package)
         except Exception as error:
             results[variant["id"]] = {"none": f"it does not import: {type(error).__name__}: {str(error)[:200]}"}
             continue
-        found = _first_witness(recorder, base, Side(module, recorder.calls), order, expected)
+        calls = recorder.calls
+        found = _first_witness(calls, base, Side(module, calls), order, expected)
+        if "none" in found:
+            nearby = nearby or _with_neighbours(recorder.calls, order, base)
+            calls = nearby[0]
+            found = _first_witness(calls, base, Side(module, calls), nearby[1], nearby[2])
         if "none" not in found:
             index = found.pop("index")
-            found["feature"] = _feature(features, recorder.calls, index, base,
-                                        isinstance(expected[index][0], Raised), found["where"])
+            outcomes = expected if index < len(recorder.calls) else nearby[2]
+            found["feature"] = _feature(features, calls, index, base, isinstance(outcomes[index][0], Raised),
+                                        found["where"])
         results[variant["id"]] = found
     return results
 
 
-def _first_witness(recorder: Recorder, base, broken: Side, order: list[int], expected: dict) -> dict:
+def _with_neighbours(calls: list[Call], order: list[int], base) -> list:
+    """[the recorded calls and then their neighbours, the neighbours' indexes in that list in the
+    search's order, the right version's outcome of each neighbour and its gradients]."""
+    neighbours = []
+    for index in order:
+        call = calls[index]
+        if not _written_out(call, calls):   # a neighbour names no course test: its call must be whole
+            continue
+        for args, kwargs in _one_number_changed(call.args, call.kwargs):
+            neighbours.append(dataclasses.replace(call, args=args, kwargs=kwargs, test=""))
+            if len(neighbours) >= NEIGHBOURS:
+                break
+        if len(neighbours) >= NEIGHBOURS:
+            break
+    every = calls + neighbours
+    right, expected = Side(base, every), {}
+    for index in range(len(calls), len(every)):
+        outcome = _timed(right, every[index])
+        if outcome is not None:
+            expected[index] = (outcome[0], _gradients(outcome[0], outcome[1], index))
+    return [every, list(expected), expected]
+
+
+def _written_out(call: Call, calls: list[Call]) -> bool:
+    """Whether describe() writes every array of the call out in full (its object's too)."""
+    def small(snapshot) -> bool:
+        kind, body = snapshot[0], snapshot[1]
+        if kind in ("array", "tensor"):
+            return body.size <= SHOWN_IN_FULL
+        if kind in ("tuple", "list"):
+            return all(small(v) for v in body)
+        if kind == "dict":
+            return all(small(k) and small(v) for k, v in body)
+        if kind == "dataclass":
+            return all(small(v) for _, v in snapshot[2])
+        if kind == "object":
+            return _written_out(calls[body], calls)
+        return True
+    return small(call.args) and small(call.kwargs) and (call.kind != "method" or _written_out(calls[call.owner], calls))
+
+
+def _one_number_changed(args, kwargs):
+    """(args, kwargs) snapshots, each with one number (not a bool) changed to one nearby."""
+    for changed in _changed(args):
+        yield changed, kwargs
+    for changed in _changed(kwargs):
+        yield args, changed
+
+
+def _changed(snapshot):
+    kind = snapshot[0]
+    if kind == "value":
+        value = snapshot[1]
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            return
+        for near in _nearby(value):
+            yield ("value", type(value)(near))
+    elif kind in ("tuple", "list"):
+        items = snapshot[1]
+        for i, item in enumerate(items):
+            for near in _changed(item):
+                yield (kind, [*items[:i], near, *items[i + 1:]])
+    elif kind == "dict":
+        pairs = snapshot[1]
+        for i, (key, item) in enumerate(pairs):
+            for near in _changed(item):
+                yield (kind, [*pairs[:i], (key, near), *pairs[i + 1:]])
+    elif kind == "dataclass":
+        fields = snapshot[2]
+        for i, (name, item) in enumerate(fields):
+            for near in _changed(item):
+                yield (kind, snapshot[1], [*fields[:i], (name, near), *fields[i + 1:]])
+
+
+def _nearby(value) -> list:
+    if isinstance(value, (int, np.integer)):
+        candidates = [value - 1, value + 1, 0, 1, 2, 3, -1]
+    elif not np.isfinite(value):
+        return []
+    else:
+        candidates = [0.0, 0.5, 1.0, 1.5, 2.0, -1.0, value / 2, value * 2]
+    return list(dict.fromkeys(c for c in candidates if c != value))
+
+
+def _first_witness(calls: list[Call], base, broken: Side, order: list[int], expected: dict) -> dict:
     spent = 0.0
     for index in order:
         if index not in expected or spent > VARIANT_SECONDS:
             continue
-        call = recorder.calls[index]
+        call = calls[index]
         right, right_gradients = expected[index]
         tic = time.monotonic()
         outcome = _timed(broken, call)
@@ -99,7 +199,7 @@ def _first_witness(recorder: Recorder, base, broken: Side, order: list[int], exp
             found = _differs(right, got) or _gradients_differ(right_gradients, got, got_inputs, index)
         if found:
             where, want, have = found
-            return {"function": _function(call), "call": describe(recorder.calls, call, base),
+            return {"function": _function(call), "call": describe(calls, call, base),
                     "expected": want, "got": have, "where": where, "test": call.test, "index": index}
     return {"none": NO_WITNESS if spent <= VARIANT_SECONDS else
             f"none found within {VARIANT_SECONDS:g} s of calls"}

@@ -10,8 +10,9 @@ the diff is a line of the reference, which stays secret wherever students
 are graded.  A witness is found among the calls the course tests make to
 the module's public contract, smallest first (ol.witness_replay, inside
 one run of the course tests on the reference with every call recorded,
-ol.pytest_call_recorder).  A mutant on which no such call differs has no
-witness: it is possibly equivalent, said so, and still counted.
+ol.pytest_call_recorder), then among their neighbours (one number of a
+call changed: ol.witness_replay).  A mutant on which no such call differs
+has no witness: it is possibly equivalent, said so, and still counted.
 
 Mutants, the reference and the course tests are the course's own, trusted
 code: they run unconfined, in one pytest process.  In a student kit the
