@@ -109,3 +109,23 @@ def test_a_boundary_the_course_tests_never_probe_is_found_among_their_calls_neig
     assert mutants and all(witnesses[m.id] for m in mutants), {m.id: witnesses[m.id] for m in mutants}
     neighbours = [w for w in witnesses.values() if not w.test]
     assert len(neighbours) >= 3 and all("'factor': " in w.call and "<" not in w.call for w in neighbours), neighbours
+
+
+def test_a_neighbour_keeps_its_numbers_type_or_is_not_tried():
+    """A neighbour changes one number to one its type can hold: np.uint8(0)
+    has no -1 (numpy raises OverflowError there, which ended the whole
+    search), an IntEnum has no neighbours, a float none past its range."""
+    import enum
+
+    from ol.witness_replay import _changed
+
+    class Layout(enum.IntEnum):
+        HALF = 5
+
+    snapshot = ("tuple", [("value", np.uint8(0)), ("value", Layout.HALF), ("value", np.float32(3e38)),
+                          ("value", True)])
+    changed = [tuple(item[1] for item in near[1]) for near in _changed(snapshot)]
+    assert changed and all(type(value) is type(original) for near in changed
+                           for value, original in zip(near, (np.uint8(0), Layout.HALF, np.float32(3e38), True)))
+    assert {near[0] for near in changed} == {np.uint8(0), np.uint8(1), np.uint8(2), np.uint8(3)}
+    assert all(np.isfinite(near[2]) for near in changed) and {near[1] for near in changed} == {Layout.HALF}

@@ -261,7 +261,9 @@ class Side:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
                 return target(*args, **kwargs), tensors
-        except Exception as error:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as error:   # SystemExit too: what the version does, not the replay's end
             return Raised(error), tensors
 
     def make(self, index: int, tensors: list):

@@ -80,12 +80,14 @@ def find_witnesses(recorder: Recorder, base_source: str, variants: list[dict],
     for number, variant in enumerate(variants):
         try:
             module = load_module(f"ol_witness_variant_{number}", variant["source"], package)
-        except Exception as error:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as error:   # SystemExit too: a variant's fault is its own, never the search's
             results[variant["id"]] = {"none": f"it does not import: {type(error).__name__}: {str(error)[:200]}"}
             continue
         calls = recorder.calls
         found = _first_witness(calls, base, Side(module, calls), order, expected)
-        if "none" in found:
+        if found.get("none") == NO_WITNESS:   # (not when the search ran out of time: that reason stands)
             nearby = nearby or _with_neighbours(recorder.calls, order, base)
             calls = nearby[0]
             found = _first_witness(calls, base, Side(module, calls), nearby[1], nearby[2])
@@ -118,7 +120,9 @@ def _with_neighbours(calls: list[Call], order: list[int], base) -> list:
         outcome = _timed(right, every[index])
         if outcome is not None:
             expected[index] = (outcome[0], _gradients(outcome[0], outcome[1], index))
-    return [every, list(expected), expected]
+    # in the recorded calls' order: those the right version answers first, each kind smallest first
+    order = sorted(expected, key=lambda i: (isinstance(expected[i][0], Raised), _size(every[i]), i))
+    return [every, order, expected]
 
 
 def _written_out(call: Call, calls: list[Call]) -> bool:
@@ -154,7 +158,7 @@ def _changed(snapshot):
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
             return
         for near in _nearby(value):
-            yield ("value", type(value)(near))
+            yield ("value", type(value)(near))   # (each one _nearby checked)
     elif kind in ("tuple", "list"):
         items = snapshot[1]
         for i, item in enumerate(items):
@@ -173,13 +177,29 @@ def _changed(snapshot):
 
 
 def _nearby(value) -> list:
-    if isinstance(value, (int, np.integer)):
-        candidates = [value - 1, value + 1, 0, 1, 2, 3, -1]
-    elif not np.isfinite(value):
+    """Numbers near `value`, of its own type; none for a type of its own (an IntEnum) or one that
+    cannot hold them (np.uint8(0) - 1)."""
+    kind = type(value)
+    if kind not in (int, float) and not issubclass(kind, (np.integer, np.floating)):
         return []
+    if isinstance(value, (int, np.integer)):
+        number = int(value)
+        candidates = [number - 1, number + 1, 0, 1, 2, 3, -1]
     else:
-        candidates = [0.0, 0.5, 1.0, 1.5, 2.0, -1.0, value / 2, value * 2]
-    return list(dict.fromkeys(c for c in candidates if c != value))
+        number = float(value)
+        if not np.isfinite(number):
+            return []
+        candidates = [0.0, 0.5, 1.0, 1.5, 2.0, -1.0, number / 2, number * 2]
+    near = []
+    for candidate in dict.fromkeys(c for c in candidates if c != number):
+        try:
+            with np.errstate(all="raise"):
+                typed = kind(candidate)
+        except (OverflowError, ValueError, FloatingPointError):
+            continue
+        if typed == candidate and (not isinstance(typed, (float, np.floating)) or np.isfinite(typed)):
+            near.append(candidate)
+    return near
 
 
 def _first_witness(calls: list[Call], base, broken: Side, order: list[int], expected: dict) -> dict:

@@ -146,6 +146,10 @@ def check_in_kit(root: Path, module_id: str, request: CheckRequest = CheckReques
     result.mutants_of = YOUR_CODE
     if result.reason is None and session.mutant_error:
         raise GradingFault(f"mutmut could not make mutants of your {session.reference.origin}: {session.mutant_error}")
+    # A witness shows a real change; a survivor without one (a call that needs an earlier call's state,
+    # arguments the recorder cannot copy) is left to the course tests to judge.
+    result.survivors = [s if s.witness else dataclasses.replace(s, possibly_equivalent=None)
+                        for s in result.survivors]
     judged = {s.id: s.possibly_equivalent for s in result.survivors if s.possibly_equivalent is not None}
     result.mutants = [dataclasses.replace(m, possibly_equivalent=judged[m.id]) if m.id in judged else m
                       for m in result.mutants]

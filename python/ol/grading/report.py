@@ -230,9 +230,10 @@ def _survivors(survivors: list, max_survivors: int | None, mutants_of: str = Che
     lines = [f"Surviving mutants ({len(survivors)}): changes to {mutants_of} that none of your tests notices, "
              "by the function a call must reach to notice them:"]
     if any(s.witness for s in survivors):
-        lines.append("(each with a call of the course tests on which a correct implementation and the changed "
-                     "one differ: a test that makes that call and checks that value catches it)")
-    if any(s.possibly_equivalent is not None and not s.witness for s in survivors) and mutants_of != CheckResult.mutants_of:
+        lines.append("(each with a call on which a correct implementation and the changed one differ, one the "
+                     "course tests make or one of theirs with a number changed: a test that makes that call and "
+                     "checks that value catches it)")
+    if any(s.possibly_equivalent is not None for s in survivors) and mutants_of != CheckResult.mutants_of:
         lines.append("(none is reviewed: \"possibly equivalent\" marks the ones the course tests do not notice "
                      "either; look at each: it may behave exactly as your code does)")
     elif mutants_of != CheckResult.mutants_of:

@@ -103,8 +103,12 @@ def describe_exception(error: BaseException, with_traceback: bool) -> dict:
 
 class _TestShare:
     """The processor time one test's calls may use here.  SIGPROF raises
-    OverTime only inside a call (`calling`), never while a reply is being
-    sent; once it fired, the test's later calls raise it at once."""
+    OverTime only while a request is answered (`calling`: never while
+    arrays are synced or a reply is sent), and again every AGAIN seconds if
+    the code under test swallows it; once it fired, the test's later calls
+    raise it at once."""
+
+    AGAIN = 0.05
 
     def __init__(self, seconds: float):
         self.seconds, self.calling, self.spent = seconds, False, False
@@ -117,7 +121,7 @@ class _TestShare:
     def _fired(self, signum, frame) -> None:
         self.spent = True
         if self.calling:
-            self.calling = False
+            signal.setitimer(signal.ITIMER_PROF, self.AGAIN)
             raise self.over()
 
     def over(self) -> OverTime:
@@ -143,14 +147,14 @@ class _Server:
         decoder = _ArgumentDecoder(self, buffers)
         share = self.share
         try:
+            if share is not None and header.get("test"):
+                share.begin()
+            self._sync(header.get("sync", []), buffers)   # what the tests sent is taken, whatever follows
             if share is not None:
-                if header.get("test"):
-                    share.begin()
                 if share.spent:
                     raise share.over()
                 share.calling = True
             try:
-                self._sync(header.get("sync", []), buffers)
                 reply, out = self._answer(header, buffers, decoder)
             finally:
                 if share is not None:
@@ -250,9 +254,9 @@ class _Server:
 
     def handle_for(self, value) -> int:
         known = self.handles.get(id(value))
-        if known is None:
-            known = self.handles[id(value)] = len(self.objects)
+        if known is None:   # the object first, so that an interrupt never leaves a handle to nothing
             self.objects.append(value)
+            known = self.handles[id(value)] = len(self.objects) - 1
         return known
 
     def owned(self, value) -> bool:

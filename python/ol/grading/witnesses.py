@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ from pathlib import Path
 from ol.files import write_whole
 from ol.grading.mutants import _default_cache_dir
 
+SEARCH_SECONDS = 900   # the whole search: the course tests recorded once, every mutant replayed on their calls
 WITNESS_FIELDS = ("function", "call", "expected", "got", "where", "feature", "test")
 
 
@@ -123,13 +125,18 @@ def _search(session, mutants: list) -> dict[str, dict]:
         # every module as the check's own runs have it: the library, and the code the mutants are of
         sources = {name: Source.from_text(entry["source"], entry["origin"]) for name, entry in session.library.items()}
         sources[session.target] = Source.from_text(session.reference.source, session.reference.origin)
-        run = run_tests(session.root, module, [session.root / module.course_tests], sources=sources,
-                        implementation=session.witnesses_recorded_on,
-                        pytest_args=["-p", "ol.pytest_call_recorder", "--ol-record", str(settings), "-q"],
-                        capture=True, catalog=session.catalog)
+        try:
+            run = run_tests(session.root, module, [session.root / module.course_tests], sources=sources,
+                            implementation=session.witnesses_recorded_on,
+                            pytest_args=["-p", "ol.pytest_call_recorder", "--ol-record", str(settings), "-q"],
+                            capture=True, catalog=session.catalog, timeout=SEARCH_SECONDS)
+        except subprocess.TimeoutExpired:
+            raise GradingFault(f"the witnesses of {module.id}'s mutants could not be searched within "
+                               f"{SEARCH_SECONDS} s (the course tests recorded, then every mutant on their "
+                               "calls)") from None
         if not out.is_file():
             raise GradingFault(f"the witnesses of {module.id}'s mutants could not be searched: the course tests "
-                               f"on the reference gave pytest exit {run.exit_code}\n{run.output[-3000:]}")
+                               f"on the correct implementation gave pytest exit {run.exit_code}\n{run.output[-3000:]}")
         results = json.loads(out.read_text(encoding="utf-8"))
     if "error" in results:
         raise GradingFault(f"searching the witnesses of {module.id}'s mutants failed:\n{results['error']}")
