@@ -182,8 +182,8 @@ def test_a_test_that_keeps_the_code_under_test_busy_costs_only_itself(sharing, t
     share of their own there: the test is named as a timeout, the tests after
     it graded."""
     folder = tmp_path / "l7-5-attention"
-    folder.mkdir()
-    (folder / "test_student.py").write_text(textwrap.dedent("""
+    shutil.copytree(SUITES / "l7-5-weak", folder)      # honest tests, graded after the busy one
+    (folder / "test_busy.py").write_text(textwrap.dedent("""
         import numpy as np
 
         from tinyllm.autograd.tensor import Tensor
@@ -196,23 +196,6 @@ def test_a_test_that_keeps_the_code_under_test_busy_costs_only_itself(sharing, t
             x = Tensor(np.ones((1, 1500, 2)))
             while True:
                 attention(x, eye, eye, eye, eye, RopeSpec(np.array([0.5])), np.arange(1500), 1, 1)
-
-
-        def test_output_is_a_weighted_mix_of_values():
-            rng = np.random.default_rng(0)
-            weights = [Tensor(rng.normal(size=s)) for s in ((8, 8), (8, 8), (8, 8), (8, 8))]
-            x = rng.normal(size=(1, 3, 8))
-            out, (k, v) = attention(Tensor(x), *weights, RopeSpec(np.array([1.0, 0.1])), np.arange(3), 2, 2)
-            assert out.shape == (1, 3, 8) and k.shape == v.shape == (1, 2, 3, 4)
-            np.testing.assert_allclose(v.data, (x @ weights[2].data.T).reshape(1, 3, 2, 4).transpose(0, 2, 1, 3),
-                                       atol=1e-3)
-
-
-        def test_first_token_sees_only_itself():
-            eye = Tensor(np.eye(2))
-            out, _ = attention(Tensor(np.array([[[1.0, 0.0], [0.0, 1.0]]])), eye, eye, eye, eye,
-                               RopeSpec(np.array([np.pi / 2])), np.arange(2), 1, 1)
-            np.testing.assert_allclose(out.data[0], [[1.0, 0.0], [0.1956, 0.8044]], atol=1e-3)
     """))
     session = GradingSession(ROOT, "L7.5")
     session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::10])
@@ -220,7 +203,7 @@ def test_a_test_that_keeps_the_code_under_test_busy_costs_only_itself(sharing, t
     assert result.reason is None and result.score is not None and result.killed > 0, (result.reason, result.problems)
     assert [(e["test"].rsplit("::", 1)[1], e["status"]) for e in result.rejected] == \
         [("test_busy_implementation", "timeout")], result.rejected
-    assert result.tests == 3 and result.graded_tests == 2
+    assert result.tests > 2 and result.graded_tests == result.tests - 1
 
 
 @pytest.mark.needs_confinement
