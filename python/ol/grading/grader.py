@@ -317,6 +317,11 @@ class Grader:
                      "(the time limit)")
             return Verdict(key, TIMEOUT, (running,) if running else graded, outcome.seconds,
                            f"still {where} when it {spent}")
+        overtime = {str(line["overtime"]) for line in notes if "overtime" in line}
+        if graded and graded[0] in overtime:   # stopped at its share, on either side: it hangs there
+            return Verdict(key, TIMEOUT, graded, outcome.seconds,
+                           f"{graded[0]} used its share of the run's processor time "
+                           f"(one test may use {per_test_seconds(math.ceil(limit)):g} s on each side)")
         if outcome.stopped:   # we ended it: a graded test had failed, or none was left to run
             if graded:
                 return Verdict(key, FAILED, graded, outcome.seconds)
