@@ -42,6 +42,7 @@ import inspect
 import signal
 import time
 import warnings
+from itertools import islice
 
 import numpy as np
 
@@ -66,17 +67,9 @@ def find_witnesses(recorder: Recorder, base_source: str, variants: list[dict],
     the first whose conditions its call meets ("" for none).  package: the one the module under
     test is in, where the base and each variant are loaded (their relative imports)."""
     base = load_module("ol_witness_base", base_source, package)
-    right = Side(base, recorder.calls)
-    expected = {}
-    for index in range(len(recorder.calls)):   # the right version's outcome of every call and its gradients, once
-        outcome = _timed(right, recorder.calls[index])
-        if outcome is not None:
-            expected[index] = (outcome[0], _gradients(outcome[0], outcome[1], index))
-    # The calls a right implementation answers first (a witness that says "it should return this" teaches
-    # more than one about which error to raise), each kind smallest first.
-    order = sorted(expected, key=lambda i: (isinstance(expected[i][0], Raised), _size(recorder.calls[i]), i))
+    order, expected = _right_outcomes(base, recorder.calls, range(len(recorder.calls)))
     results = {}
-    nearby: list = []   # [calls + neighbours, their order, the right version's outcomes]: made when first needed
+    nearby: tuple = ()   # (calls + neighbours, the neighbours' order, their outcomes): made when first needed
     for number, variant in enumerate(variants):
         try:
             module = load_module(f"ol_witness_variant_{number}", variant["source"], package)
@@ -85,44 +78,48 @@ def find_witnesses(recorder: Recorder, base_source: str, variants: list[dict],
         except BaseException as error:   # SystemExit too: a variant's fault is its own, never the search's
             results[variant["id"]] = {"none": f"it does not import: {type(error).__name__}: {str(error)[:200]}"}
             continue
-        calls = recorder.calls
-        found = _first_witness(calls, base, Side(module, calls), order, expected)
+        calls, outcomes = recorder.calls, expected
+        found = _first_witness(calls, base, Side(module, calls), order, outcomes)
         if found.get("none") == NO_WITNESS:   # (not when the search ran out of time: that reason stands)
             nearby = nearby or _with_neighbours(recorder.calls, order, base)
-            calls = nearby[0]
-            found = _first_witness(calls, base, Side(module, calls), nearby[1], nearby[2])
+            calls, neighbour_order, outcomes = nearby
+            found = _first_witness(calls, base, Side(module, calls), neighbour_order, outcomes)
         if "none" not in found:
             index = found.pop("index")
-            outcomes = expected if index < len(recorder.calls) else nearby[2]
             found["feature"] = _feature(features, calls, index, base, isinstance(outcomes[index][0], Raised),
                                         found["where"])
         results[variant["id"]] = found
     return results
 
 
-def _with_neighbours(calls: list[Call], order: list[int], base) -> list:
-    """[the recorded calls and then their neighbours, the neighbours' indexes in that list in the
-    search's order, the right version's outcome of each neighbour and its gradients]."""
-    neighbours = []
-    for index in order:
-        call = calls[index]
-        if not _written_out(call, calls):   # a neighbour names no course test: its call must be whole
-            continue
-        for args, kwargs in _one_number_changed(call.args, call.kwargs):
-            neighbours.append(dataclasses.replace(call, args=args, kwargs=kwargs, test=""))
-            if len(neighbours) >= NEIGHBOURS:
-                break
-        if len(neighbours) >= NEIGHBOURS:
-            break
-    every = calls + neighbours
-    right, expected = Side(base, every), {}
-    for index in range(len(calls), len(every)):
-        outcome = _timed(right, every[index])
+def _right_outcomes(base, calls: list[Call], indexes) -> tuple[list[int], dict]:
+    """(the calls in the order a witness is searched, {index: the right version's outcome and its
+    gradients}) for calls[indexes]: the calls a right implementation answers first (a witness that
+    says "it should return this" teaches more than one about which error to raise), each kind
+    smallest first."""
+    right, expected = Side(base, calls), {}
+    for index in indexes:
+        outcome = _timed(right, calls[index])
         if outcome is not None:
             expected[index] = (outcome[0], _gradients(outcome[0], outcome[1], index))
-    # in the recorded calls' order: those the right version answers first, each kind smallest first
-    order = sorted(expected, key=lambda i: (isinstance(expected[i][0], Raised), _size(every[i]), i))
-    return [every, order, expected]
+    order = sorted(expected, key=lambda i: (isinstance(expected[i][0], Raised), _size(calls[i]), i))
+    return order, expected
+
+
+def _with_neighbours(calls: list[Call], order: list[int], base) -> tuple[list[Call], list[int], dict]:
+    """(the recorded calls and then at most NEIGHBOURS neighbours, the neighbours' order, their outcomes)."""
+    every = calls + list(islice(_neighbours(calls, order), NEIGHBOURS))
+    return (every, *_right_outcomes(base, every, range(len(calls), len(every))))
+
+
+def _neighbours(calls: list[Call], order: list[int]):
+    """Each call in `order` with one number changed; only calls written out in full, since a
+    neighbour names no course test where a student could find the rest."""
+    for index in order:
+        call = calls[index]
+        if _written_out(call, calls):
+            for args, kwargs in _one_number_changed(call.args, call.kwargs):
+                yield dataclasses.replace(call, args=args, kwargs=kwargs, test="")
 
 
 def _written_out(call: Call, calls: list[Call]) -> bool:
@@ -154,11 +151,8 @@ def _one_number_changed(args, kwargs):
 def _changed(snapshot):
     kind = snapshot[0]
     if kind == "value":
-        value = snapshot[1]
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-            return
-        for near in _nearby(value):
-            yield ("value", type(value)(near))   # (each one _nearby checked)
+        for near in _nearby(snapshot[1]):
+            yield ("value", near)
     elif kind in ("tuple", "list"):
         items = snapshot[1]
         for i, item in enumerate(items):
@@ -177,8 +171,8 @@ def _changed(snapshot):
 
 
 def _nearby(value) -> list:
-    """Numbers near `value`, of its own type; none for a type of its own (an IntEnum) or one that
-    cannot hold them (np.uint8(0) - 1)."""
+    """Numbers near `value`, of its own type; none for a bool, a type of its own (an IntEnum), or
+    one that cannot hold them (np.uint8(0) - 1)."""
     kind = type(value)
     if kind not in (int, float) and not issubclass(kind, (np.integer, np.floating)):
         return []
@@ -198,7 +192,7 @@ def _nearby(value) -> list:
         except (OverflowError, ValueError, FloatingPointError):
             continue
         if typed == candidate and (not isinstance(typed, (float, np.floating)) or np.isfinite(typed)):
-            near.append(candidate)
+            near.append(typed)
     return near
 
 

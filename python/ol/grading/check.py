@@ -70,9 +70,9 @@ class Survivor:
     id: str
     function: str
     diff: str
-    possibly_equivalent: bool | None = None   # no course-test call tells it (or, where no witness could be
-                                              # searched, a kit's course tests pass it)
-                                              # from a correct implementation; None: not asked
+    possibly_equivalent: bool | None = None   # no call (nor, in a kit, for a survivor without a witness,
+                                              # the course tests) tells it from a correct implementation;
+                                              # None: not asked
     witness: dict | None = None   # the call that does (ol.grading.witnesses.Witness's fields), when one was found
 
 

@@ -37,7 +37,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time-limit", type=seconds, default=DEFAULT_TIME_LIMIT, metavar="SECONDS",
                         help="processor time the course tests, or your suite on a correct implementation, may "
                              f"take (default {DEFAULT_TIME_LIMIT:.0f}, at most {MAX_TIME_LIMIT:.0f}; one test may take a "
-                             "quarter of it, and its calls a quarter of the code under test's; a run that waits rather than computes is stopped at 3 times that on the clock)")
+                             "quarter of it, and its calls a quarter of the code under test's; a run that waits "
+                             "rather than computes is stopped at 3 times that on the clock)")
     parser.add_argument("--memory-limit", type=_memory_limit, default=2048, metavar="MIB",
                         help="memory each run may use, all its processes together (default 2048 MiB)")
     parser.add_argument("--max-survivors", type=_survivors_shown, default=3, metavar="N",

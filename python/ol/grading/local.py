@@ -148,11 +148,7 @@ def check_in_kit(root: Path, module_id: str, request: CheckRequest = CheckReques
         raise GradingFault(f"mutmut could not make mutants of your {session.reference.origin}: {session.mutant_error}")
     # A witness shows a real change; a survivor without one (a call that needs an earlier call's state,
     # arguments the recorder cannot copy) is left to the course tests to judge.
-    result.survivors = [s if s.witness else dataclasses.replace(s, possibly_equivalent=None)
-                        for s in result.survivors]
-    judged = {s.id: s.possibly_equivalent for s in result.survivors if s.possibly_equivalent is not None}
-    result.mutants = [dataclasses.replace(m, possibly_equivalent=judged[m.id]) if m.id in judged else m
-                      for m in result.mutants]
+    _mark(result, {s.id: (False if s.witness else None) for s in result.survivors})
     undecided = [s for s in result.survivors if s.possibly_equivalent is None]
     if result.reason is None and 0 < len(undecided) <= MAX_TRIAGED:
         _mark_possibly_equivalent(session, result, workers=request.workers, time_limit=request.time_limit,
@@ -176,11 +172,16 @@ def _mark_possibly_equivalent(session: LocalSession, result: CheckResult, *, wor
     except SandboxFault as fault:
         raise GradingFault(f"the grader failed: {fault}") from None
     possibly = {runs[number].id for number, outcome in outcomes.items() if outcome.exit == 0}
-    judged = {s.id for s in survivors}
-    result.survivors = [dataclasses.replace(s, possibly_equivalent=s.id in possibly) if s.id in judged else s
-                        for s in result.survivors]
-    result.mutants = [dataclasses.replace(m, possibly_equivalent=m.id in possibly) if m.id in judged else m
-                      for m in result.mutants]
+    _mark(result, {s.id: s.id in possibly for s in survivors})
+
+
+def _mark(result: CheckResult, possibly_equivalent: dict[str, bool | None]) -> None:
+    """Each survivor and mutant line named in `possibly_equivalent` (id -> its value) gets it."""
+    def marked(line):
+        return dataclasses.replace(line, possibly_equivalent=possibly_equivalent[line.id]) \
+            if line.id in possibly_equivalent else line
+    result.survivors = [marked(s) for s in result.survivors]
+    result.mutants = [marked(m) for m in result.mutants]
 
 
 def library_source(root: Path, file: str) -> tuple[str, str]:
