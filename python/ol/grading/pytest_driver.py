@@ -4,6 +4,9 @@ their private API, in one file to read again on each upgrade of either:
     _pytest.config._prepareconfig, config._do_configure    pytest configured once (pytest_config)
     _pytest.main.Session.from_config                       one session to collect into (pytest_session)
     _pytest.runner.runtestprotocol                         one test run at a time (run_items)
+    Function._fixtureinfo, callspec, session._setupstate,  a plain test called directly, with what
+    the capture manager, collect_unraisable and             pytest's hooks would do for it (Direct)
+    collect_thread_exception
     _pytest.assertion.rewrite._rewrite_test, _read_pyc     asserts rewritten once (precompile)
     hypothesis settings.__init__                           max_examples capped (hypothesis_profile)
     hypothesis ...providers._get_local_constants           the constants scan done once (warm_hypothesis)
@@ -31,6 +34,7 @@ from typing import Protocol
 from ol.grading.protocol import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED  # noqa: F401  (the table)
 from ol.grading.protocol import OverTime, per_test_seconds
 GRADING_MAX_EXAMPLES = 20   # per Hypothesis test, in every graded run
+FIRST_FAILURE_PAUSE = 0.02   # seconds a run waits after its first failure (run_items)
 # Imported once in the tests' warm process, so that no run pays for them.
 WARM_MODULES = ("numpy.random", "numpy.testing", "numpy.linalg", "hypothesis.strategies", "hypothesis.extra.numpy",
                 "math", "cmath", "itertools", "functools", "fractions", "decimal", "random", "collections",
@@ -117,7 +121,7 @@ _BACKWARDS = {op for name, op in dis.opmap.items() if "BACKWARD" in name}
 def _loops(code: types.CodeType, depth: int = 0) -> bool:
     """Whether the code jumps backwards (a for or while loop), in itself or in
     a function or comprehension it defines (each a code object of its own)."""
-    if any(op in _BACKWARDS for op in code.co_code[::2]):
+    if not _BACKWARDS.isdisjoint(code.co_code[::2]):
         return True
     return depth < 8 and any(_loops(const, depth + 1) for const in code.co_consts if isinstance(const, types.CodeType))
 
@@ -135,10 +139,16 @@ def run_items(items: list, notes: NoteTaker, run_seconds: float = 0.0,
     implementation costs that test, not the rest of the suite.  A test that
     stops the alarm, or loops inside a C function, still meets the run's own
     limit.  on_test() is called as each test begins (the proxy starts that
-    test's share on the implementation's side)."""
+    test's share on the implementation's side).
+
+    After its first failure a run waits FIRST_FAILURE_PAUSE: the observer
+    stops most runs at their first failure, and a stop that lands while the
+    run waits spares the processor the tests the run would have gone on
+    with.  Every run waits the same way, whatever any other run did."""
     from _pytest.runner import runtestprotocol
 
     share = per_test_seconds(run_seconds) if run_seconds > 0 else 0.0
+    direct = Direct(items)
 
     def over_time(signum, frame):
         raise OverTime(f"this test used {share:g} s of processor time, its share of the run's {run_seconds:g} s "
@@ -156,7 +166,8 @@ def run_items(items: list, notes: NoteTaker, run_seconds: float = 0.0,
             if share:
                 signal.setitimer(signal.ITIMER_PROF, share)
             try:
-                item_failed = any(r.failed for r in runtestprotocol(item, nextitem=following, log=False))
+                item_failed = direct.run(item, following) if item in direct else \
+                    any(r.failed for r in runtestprotocol(item, nextitem=following, log=False))
             finally:
                 if share:
                     signal.setitimer(signal.ITIMER_PROF, 0)
@@ -166,9 +177,144 @@ def run_items(items: list, notes: NoteTaker, run_seconds: float = 0.0,
         if OverTime.raised > raised:
             notes.send(overtime=item.nodeid)
         notes.send(**{"failed" if item_failed else "passed": item.nodeid})
+        if item_failed and not failed:
+            time.sleep(FIRST_FAILURE_PAUSE)
         failed = failed or item_failed
     notes.send(ended=time.monotonic())
     return EXIT_FAILED if failed else EXIT_PASSED
+
+
+class Direct:
+    """The tests of a run that are called directly rather than through
+    runtestprotocol, which costs about 1.5 ms a test in a fresh run: its
+    hooks touch some 300 pages of memory that every run copies.
+
+    A test is called directly when pytest's protocol can do nothing for it
+    but call it: a plain function (no class, not async, no Hypothesis), no
+    fixture but its own direct parameters, no mark but parametrize, in a
+    session whose per-test hooks are all pytest's own or those of the
+    plugins read below (no conftest hook, no other plugin).  Its outcome is
+    the one those hooks give it: passed when it returns, skipped on
+    pytest.skip or pytest.xfail, failed on any other exception, pytest.exit
+    and KeyboardInterrupt propagate; around the call, what those hooks do
+    for such a test (the capture, PYTEST_CURRENT_TEST, sys.last_*, the
+    unraisable and thread exceptions, tearing down what the next test does
+    not share) is done here."""
+
+    # the plugins whose per-test hooks do nothing for such a test beyond what run() does
+    READ = ("_pytest.", "_hypothesis_pytestplugin", "pytest_benchmark.plugin", "anyio.pytest_plugin")
+    HOOKS = ("pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown", "pytest_runtest_makereport",
+             "pytest_pyfunc_call", "pytest_fixture_setup", "pytest_fixture_post_finalizer")
+    # attributes of Hypothesis decorators that its plugin fails a test without @given for
+    HYPOTHESIS_ONLY = ("hypothesis_explicit_examples", "_hypothesis_internal_use_seed",
+                       "_hypothesis_internal_settings_applied", "_hypothesis_internal_use_reproduce_failure",
+                       "is_hypothesis_strategy_function")
+
+    def __init__(self, items: list):
+        self.items: set = set()
+        if not items:
+            return
+        config = items[0].config
+        if not all(self._read(impl.plugin) for name in self.HOOKS for impl in getattr(config.hook, name).get_hookimpls()):
+            return
+        from _pytest.python import Function, get_direct_param_fixture_func
+
+        self.items = {id(item) for item in items if self._plain(item, Function, get_direct_param_fixture_func)}
+        if self.items:
+            from _pytest.threadexception import collect_thread_exception
+            from _pytest.unraisableexception import collect_unraisable
+
+            self.config, self.capture = config, config.pluginmanager.get_plugin("capturemanager")
+            self.leftovers = (collect_unraisable, collect_thread_exception)
+            try:   # what the Hypothesis plugin says on its first call of any test
+                from hypothesis import core
+
+                core.running_under_pytest = True
+                core.pytest_shows_exceptiongroups = True
+            except ImportError:
+                pass
+
+    def __contains__(self, item) -> bool:
+        return id(item) in self.items
+
+    def _read(self, plugin) -> bool:
+        module = plugin.__name__ if isinstance(plugin, types.ModuleType) else type(plugin).__module__
+        return any(module == name or (name.endswith(".") and module.startswith(name)) for name in self.READ)
+
+    def _plain(self, item, function_class, direct_parameter) -> bool:
+        try:
+            function = item.obj
+            if type(item) is not function_class or item.cls is not None or inspect.iscoroutinefunction(function) \
+                    or inspect.isasyncgenfunction(function) or getattr(function, "is_hypothesis_test", False) \
+                    or any(hasattr(function, name) for name in self.HYPOTHESIS_ONLY):
+                return False
+            if any(mark.name != "parametrize" for mark in item.iter_markers()):
+                return False
+            params = item.callspec.params if hasattr(item, "callspec") else {}
+            definitions = item._fixtureinfo.name2fixturedefs
+            return all(name in params and [d.func for d in definitions.get(name, ())] == [direct_parameter]
+                       for name in item.fixturenames)
+        except Exception:  # noqa: BLE001 (the suite's own objects: anything odd goes through pytest)
+            return False
+
+    def run(self, item, following) -> bool:
+        """Call the test as pytest would; whether it failed."""
+        failed = self._phase(item, "setup", lambda: None)
+        if not failed:
+            failed = self._phase(item, "call", lambda: self._call(item))
+        failed = self._phase(item, "teardown", lambda: item.session._setupstate.teardown_exact(following)) or failed
+        os.environ.pop("PYTEST_CURRENT_TEST", None)
+        return failed
+
+    @staticmethod
+    def _call(item) -> None:
+        """_pytest.python.pytest_pyfunc_call, for a test whose every argument is a direct parameter."""
+        from _pytest.python import async_fail
+        from _pytest.warning_types import PytestReturnNotNoneWarning
+
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        result = item.obj(**{name: params[name] for name in item._fixtureinfo.argnames})
+        if hasattr(result, "__await__") or hasattr(result, "__aiter__"):
+            async_fail(item.nodeid)
+        elif result is not None:
+            import warnings
+
+            warnings.warn(PytestReturnNotNoneWarning(f"Test functions should return None, but {item.nodeid} "
+                                                     f"returned {type(result)!r}."))
+
+    def _phase(self, item, when: str, body) -> bool:
+        """One phase of pytest's protocol (_pytest.runner's hooks, then the
+        unraisable and thread exceptions' hooks, inside the capture's): whether it failed."""
+        from _pytest.outcomes import Exit, Skipped, XFailed
+
+        os.environ["PYTEST_CURRENT_TEST"] = f"{item.nodeid} ({when})".replace("\x00", "(null)")
+        if when == "call":
+            for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+                if hasattr(sys, name):
+                    delattr(sys, name)
+        capturing = self.capture is not None and self.capture.is_globally_capturing()
+        if capturing:
+            self.capture.resume_global_capture()
+        try:
+            try:
+                body()
+                for collect in self.leftovers:
+                    collect(self.config)
+            finally:
+                if capturing:
+                    self.capture.suspend_global_capture(in_=False)
+                    self.capture.read_global_capture()
+        except (Exit, KeyboardInterrupt):
+            raise
+        except (Skipped, XFailed):
+            return False
+        except BaseException as error:  # noqa: BLE001 (pytest's CallInfo: any other exception fails the phase)
+            if when == "call" and isinstance(error, Exception):
+                sys.last_type, sys.last_value, sys.last_traceback = type(error), error, error.__traceback__
+                if sys.version_info >= (3, 12):
+                    sys.last_exc = error
+            return True
+        return False
 
 
 def run_pytest(folder: Path, notes: NoteTaker, extra: list[str], base: list[str]) -> int:
