@@ -38,6 +38,7 @@ class Source:
     path: str | None = None
     text: str | None = None
     origin: str | None = None
+    code: object = None        # the text compiled at origin, when the caller has it (ol.grading.compiled)
 
     def __post_init__(self) -> None:
         if (self.path is None) == (self.text is None):
@@ -48,8 +49,8 @@ class Source:
         return cls(path=str(path))
 
     @classmethod
-    def from_text(cls, text: str, origin: str | Path | None = None) -> Source:
-        return cls(text=text, origin=None if origin is None else str(origin))
+    def from_text(cls, text: str, origin: str | Path | None = None, code: object = None) -> Source:
+        return cls(text=text, origin=None if origin is None else str(origin), code=code)
 
     def to_json(self) -> dict:
         """The form the pytest plugin reads from $OL_OVERLAY."""
@@ -84,7 +85,7 @@ class OverlayFinder(importlib.abc.MetaPathFinder):
                 submodule_search_locations=[str(file.parent)] if is_package else None,
             )
         origin = source.origin or f"<ol overlay: {fullname}>"
-        loader = _TextLoader(fullname, source.text, origin)
+        loader = _TextLoader(fullname, source.text, origin, source.code)
         spec = importlib.machinery.ModuleSpec(
             fullname, loader, origin=origin, is_package=loader.is_package(fullname)
         )
@@ -101,13 +102,15 @@ class _TextLoader(importlib.abc.InspectLoader):
     """Loads a module from a string; `get_source` lets linecache, inspect and
     pytest show its lines."""
 
-    def __init__(self, fullname: str, text: str, origin: str):
-        self.fullname, self.text, self.origin = fullname, text, origin
+    def __init__(self, fullname: str, text: str, origin: str, code: object = None):
+        self.fullname, self.text, self.origin, self.code = fullname, text, origin, code
 
     def get_source(self, fullname: str) -> str:
         return self.text
 
     def get_code(self, fullname: str):
+        if self.code is not None:
+            return self.code
         return compile(self.text, self.origin, "exec", dont_inherit=True)
 
     def is_package(self, fullname: str) -> bool:

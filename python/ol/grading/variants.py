@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ol.grading.compiled import code_of
 from ol.grading.protocol import RunRequest
 
 
@@ -35,7 +36,8 @@ class Variant:
         """What the implementation's side is told to load for one run.  Only
         the student's own code is confined there; the course's variants are
         trusted code."""
-        return RunRequest(source={"source": self.source, "origin": self.origin}, modules=modules or {},
+        compiled = code_of(self.source, self.origin) if self.is_trusted else {}   # never a student's text here
+        return RunRequest(source={"source": self.source, "origin": self.origin, **compiled}, modules=modules or {},
                           tracebacks=tracebacks, trusted=self.is_trusted)
 
 
