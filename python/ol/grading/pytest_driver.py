@@ -211,19 +211,16 @@ class Direct:
                        "is_hypothesis_strategy_function")
 
     def __init__(self, items: list):
-        self.items: set = set()
-        if not items:
-            return
-        config = items[0].config
-        if not all(self._read(impl.plugin) for name in self.HOOKS for impl in getattr(config.hook, name).get_hookimpls()):
-            return
-        from _pytest.python import Function, get_direct_param_fixture_func
-
-        self.items = {id(item) for item in items if self._plain(item, Function, get_direct_param_fixture_func)}
-        if self.items:
+        self.judged: dict[int, bool] = {}   # id(item) -> called directly; each judged as it comes to run
+        config = items[0].config if items else None
+        self.usable = config is not None and all(
+            self._read(impl.plugin) for name in self.HOOKS for impl in getattr(config.hook, name).get_hookimpls())
+        if self.usable:
+            from _pytest.python import Function, get_direct_param_fixture_func
             from _pytest.threadexception import collect_thread_exception
             from _pytest.unraisableexception import collect_unraisable
 
+            self.function_class, self.direct_parameter = Function, get_direct_param_fixture_func
             self.config, self.capture = config, config.pluginmanager.get_plugin("capturemanager")
             self.leftovers = (collect_unraisable, collect_thread_exception)
             try:   # what the Hypothesis plugin says on its first call of any test
@@ -235,7 +232,12 @@ class Direct:
                 pass
 
     def __contains__(self, item) -> bool:
-        return id(item) in self.items
+        if not self.usable:
+            return False
+        key = id(item)
+        if key not in self.judged:
+            self.judged[key] = self._plain(item, self.function_class, self.direct_parameter)
+        return self.judged[key]
 
     def _read(self, plugin) -> bool:
         module = plugin.__name__ if isinstance(plugin, types.ModuleType) else type(plugin).__module__
