@@ -158,6 +158,18 @@ def test_other_module_plain():
     pass
 '''
 
+SUITE_D = '''
+import os
+
+
+def setup_function():
+    os.environ["OL_FUNCTION_SET_UP"] = "1"
+
+
+def test_after_setup_function():
+    assert os.environ.pop("OL_FUNCTION_SET_UP") == "1"
+'''
+
 PLAIN = ["test_calls_pytest_fail", "test_exits_python", "test_expects_to_fail", "test_fails",
          "test_other_module[0]", "test_other_module[1]", "test_other_module_plain", "test_parametrized[1]",
          "test_parametrized[2]", "test_parametrized[3]", "test_passes", "test_prints_a_lot",
@@ -178,6 +190,7 @@ def write_suite(folder: Path, conftest: str = "") -> None:
     (folder / ".config").mkdir()
     (suite / "test_a.py").write_text(textwrap.dedent(SUITE_A))
     (suite / "test_b.py").write_text(textwrap.dedent(SUITE_B))
+    (suite / "test_d.py").write_text(textwrap.dedent(SUITE_D))
     if conftest:
         (suite / "conftest.py").write_text(textwrap.dedent(conftest))
 
@@ -188,7 +201,7 @@ def test_a_test_called_directly_has_the_outcome_pytests_protocol_gives_it(tmp_pa
     assert protocol["direct"] == []
     assert direct["direct"] == sorted(PLAIN)          # and nothing with a fixture, a mark, a class, Hypothesis
     assert direct["outcomes"] == protocol["outcomes"]
-    assert len(protocol["outcomes"]) == 29
+    assert len(protocol["outcomes"]) == 30
     by_name = {test.rpartition("::")[2]: outcome for test, outcome in direct["outcomes"].items()}
     assert [name for name in PLAIN if by_name[name] == "failed"] == [
         "test_calls_pytest_fail", "test_exits_python", "test_fails", "test_other_module[1]",
@@ -205,3 +218,16 @@ def test_a_conftest_hook_sends_every_test_through_pytests_protocol(tmp_path):
     assert direct["direct"] == []
     assert direct["outcomes"] == protocol["outcomes"]
     assert [o for t, o in direct["outcomes"].items() if t.endswith("::test_passes")] == ["failed"]
+
+
+def test_a_test_in_a_package_goes_through_pytests_protocol(tmp_path):
+    """A package's setup (its __init__.py's setup_module) runs as pytest sets up its first test."""
+    write_suite(tmp_path)
+    (tmp_path / "suite" / "__init__.py").write_text(
+        "import os\n\ndef setup_module():\n    os.environ['OL_PACKAGE_SET_UP'] = '1'\n")
+    (tmp_path / "suite" / "test_c.py").write_text(
+        "import os\n\ndef test_the_package_was_set_up():\n    assert os.environ.get('OL_PACKAGE_SET_UP') == '1'\n")
+    protocol, direct = run(tmp_path, "protocol"), run(tmp_path, "direct")
+    assert direct["direct"] == []
+    assert direct["outcomes"] == protocol["outcomes"]
+    assert [o for t, o in direct["outcomes"].items() if t.endswith("::test_the_package_was_set_up")] == ["passed"]

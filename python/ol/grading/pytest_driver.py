@@ -190,8 +190,9 @@ class Direct:
     hooks touch some 300 pages of memory that every run copies.
 
     A test is called directly when pytest's protocol can do nothing for it
-    but call it: a plain function (no class, not async, no Hypothesis), no
-    fixture but its own direct parameters, no mark but parametrize, in a
+    but call it: a plain function (no class, not async, no Hypothesis, not
+    in a package), no fixture but its own direct parameters, no mark but
+    parametrize, in a
     session whose per-test hooks are all pytest's own or those of the
     plugins read below (no conftest hook, no other plugin).  Its outcome is
     the one those hooks give it: passed when it returns, skipped on
@@ -216,11 +217,12 @@ class Direct:
         self.usable = config is not None and all(
             self._read(impl.plugin) for name in self.HOOKS for impl in getattr(config.hook, name).get_hookimpls())
         if self.usable:
-            from _pytest.python import Function, get_direct_param_fixture_func
+            from _pytest.python import Function, Package, get_direct_param_fixture_func
             from _pytest.threadexception import collect_thread_exception
             from _pytest.unraisableexception import collect_unraisable
 
-            self.function_class, self.direct_parameter = Function, get_direct_param_fixture_func
+            self.function_class, self.package_class = Function, Package
+            self.direct_parameter = get_direct_param_fixture_func
             self.config, self.capture = config, config.pluginmanager.get_plugin("capturemanager")
             self.leftovers = (collect_unraisable, collect_thread_exception)
             try:   # what the Hypothesis plugin says on its first call of any test
@@ -252,6 +254,8 @@ class Direct:
                 return False
             if any(mark.name != "parametrize" for mark in item.iter_markers()):
                 return False
+            if any(isinstance(node, self.package_class) for node in item.listchain()):
+                return False   # a package's setup imports its __init__.py and calls its setup_module
             params = item.callspec.params if hasattr(item, "callspec") else {}
             definitions = item._fixtureinfo.name2fixturedefs
             return all(name in params and [d.func for d in definitions.get(name, ())] == [direct_parameter]
