@@ -192,9 +192,8 @@ class Direct:
     A test is called directly when pytest's protocol can do nothing for it
     but call it: a plain function (no class, not async, no Hypothesis, not
     in a package), no fixture but its own direct parameters, no mark but
-    parametrize, in a
-    session whose per-test hooks are all pytest's own or those of the
-    plugins read below (no conftest hook, no other plugin).  Its outcome is
+    parametrize, in a session whose per-test hooks are all pytest's own or
+    those of the plugins read below (no conftest hook, no other plugin).  Its outcome is
     the one those hooks give it: passed when it returns, skipped on
     pytest.skip or pytest.xfail, failed on any other exception, pytest.exit
     and KeyboardInterrupt propagate; around the call, what those hooks do
@@ -217,12 +216,14 @@ class Direct:
         self.usable = config is not None and all(
             self._read(impl.plugin) for name in self.HOOKS for impl in getattr(config.hook, name).get_hookimpls())
         if self.usable:
-            from _pytest.python import Function, Package, get_direct_param_fixture_func
+            from _pytest.outcomes import Exit, Skipped, XFailed
+            from _pytest.python import Function, Package, async_fail, get_direct_param_fixture_func
             from _pytest.threadexception import collect_thread_exception
             from _pytest.unraisableexception import collect_unraisable
 
             self.function_class, self.package_class = Function, Package
-            self.direct_parameter = get_direct_param_fixture_func
+            self.direct_parameter, self.async_fail = get_direct_param_fixture_func, async_fail
+            self.propagated, self.not_failed = (Exit, KeyboardInterrupt), (Skipped, XFailed)
             self.config, self.capture = config, config.pluginmanager.get_plugin("capturemanager")
             self.leftovers = (collect_unraisable, collect_thread_exception)
             try:   # what the Hypothesis plugin says on its first call of any test
@@ -238,17 +239,21 @@ class Direct:
             return False
         key = id(item)
         if key not in self.judged:
-            self.judged[key] = self._plain(item, self.function_class, self.direct_parameter)
+            self.judged[key] = self._plain(item)
         return self.judged[key]
 
     def _read(self, plugin) -> bool:
         module = plugin.__name__ if isinstance(plugin, types.ModuleType) else type(plugin).__module__
         return any(module == name or (name.endswith(".") and module.startswith(name)) for name in self.READ)
 
-    def _plain(self, item, function_class, direct_parameter) -> bool:
+    @staticmethod
+    def _params(item) -> dict:
+        return item.callspec.params if hasattr(item, "callspec") else {}
+
+    def _plain(self, item) -> bool:
         try:
             function = item.obj
-            if type(item) is not function_class or item.cls is not None or inspect.iscoroutinefunction(function) \
+            if type(item) is not self.function_class or item.cls is not None or inspect.iscoroutinefunction(function) \
                     or inspect.isasyncgenfunction(function) or getattr(function, "is_hypothesis_test", False) \
                     or any(hasattr(function, name) for name in self.HYPOTHESIS_ONLY):
                 return False
@@ -256,9 +261,8 @@ class Direct:
                 return False
             if any(isinstance(node, self.package_class) for node in item.listchain()):
                 return False   # a package's setup imports its __init__.py and calls its setup_module
-            params = item.callspec.params if hasattr(item, "callspec") else {}
-            definitions = item._fixtureinfo.name2fixturedefs
-            return all(name in params and [d.func for d in definitions.get(name, ())] == [direct_parameter]
+            params, definitions = self._params(item), item._fixtureinfo.name2fixturedefs
+            return all(name in params and [d.func for d in definitions.get(name, ())] == [self.direct_parameter]
                        for name in item.fixturenames)
         except Exception:  # noqa: BLE001 (the suite's own objects: anything odd goes through pytest)
             return False
@@ -272,18 +276,16 @@ class Direct:
         os.environ.pop("PYTEST_CURRENT_TEST", None)
         return failed
 
-    @staticmethod
-    def _call(item) -> None:
+    def _call(self, item) -> None:
         """_pytest.python.pytest_pyfunc_call, for a test whose every argument is a direct parameter."""
-        from _pytest.python import async_fail
-        from _pytest.warning_types import PytestReturnNotNoneWarning
-
-        params = item.callspec.params if hasattr(item, "callspec") else {}
+        params = self._params(item)
         result = item.obj(**{name: params[name] for name in item._fixtureinfo.argnames})
         if hasattr(result, "__await__") or hasattr(result, "__aiter__"):
-            async_fail(item.nodeid)
-        elif result is not None:
+            self.async_fail(item.nodeid)
+        elif result is not None:   # a warning, as pytest gives it
             import warnings
+
+            from _pytest.warning_types import PytestReturnNotNoneWarning
 
             warnings.warn(PytestReturnNotNoneWarning(f"Test functions should return None, but {item.nodeid} "
                                                      f"returned {type(result)!r}."))
@@ -291,8 +293,6 @@ class Direct:
     def _phase(self, item, when: str, body) -> bool:
         """One phase of pytest's protocol (_pytest.runner's hooks, then the
         unraisable and thread exceptions' hooks, inside the capture's): whether it failed."""
-        from _pytest.outcomes import Exit, Skipped, XFailed
-
         os.environ["PYTEST_CURRENT_TEST"] = f"{item.nodeid} ({when})".replace("\x00", "(null)")
         if when == "call":
             for name in ("last_type", "last_value", "last_traceback", "last_exc"):
@@ -310,9 +310,9 @@ class Direct:
                 if capturing:
                     self.capture.suspend_global_capture(in_=False)
                     self.capture.read_global_capture()
-        except (Exit, KeyboardInterrupt):
+        except self.propagated:
             raise
-        except (Skipped, XFailed):
+        except self.not_failed:
             return False
         except BaseException as error:  # noqa: BLE001 (pytest's CallInfo: any other exception fails the phase)
             if when == "call" and isinstance(error, Exception):
