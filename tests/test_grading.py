@@ -233,8 +233,9 @@ def test_a_test_stopped_in_the_middle_of_a_call_leaves_the_next_tests_their_own_
 @pytest.mark.parametrize("sharing", ["shared", "isolated"])
 def test_a_run_that_reaches_its_time_limit_is_a_timeout_every_time(sharing, tmp_path):
     """An endless test on every correct run, twenty times over: each run is a
-    timeout, never "signal 9" (the kernel drops the SIGXCPU of a pid
-    namespace's init, so the run itself is never pid 1).  The reference's
+    timeout, never "signal 9" (the run is pid 1 of its pid namespace, whose
+    SIGXCPU the kernel drops: the SIGKILL a second later ends it, after it
+    used its limit).  The reference's
     three runs a round (no alternate): what is tested is each run's end.  The
     test outlives its own share of the run's time (it catches the OverTime
     that ends it there), so the run's limit is what stops it."""

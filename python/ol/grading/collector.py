@@ -226,7 +226,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                         ):  # the sandbox's files are read-only already: the collector's own confinement made it so
                             if mount(source, target, kind_, flags, options) != 0:
                                 exit_(run_fault)
-                        first = fork()                    # pid 1 of the run's own pid namespace
+                        first = fork()    # the run itself, pid 1 of its own pid namespace (confine._run)
                         if first != 0:
                             _, status, usage = wait4(first, 0)   # code: confine.exit_code, inline
                             code = (128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF
@@ -240,12 +240,6 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                             exit_(run_fault)
                         if capset(cap_header, no_caps) != 0:
                             exit_(run_fault)
-                        second = fork()   # the run itself, as pid 2: the kernel drops pid 1's SIGXCPU
-                        if second != 0:
-                            while True:   # pid 1: reap everything until the run ends, then end as it did
-                                ended, status, _ = wait4(-1, 0)
-                                if ended == second:
-                                    exit_((128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF)
                         # shared memory mapped while collecting would join every run: unmap it
                         maps = open_(b"/proc/self/maps", rdonly)
                         listing = b""

@@ -12,13 +12,13 @@ README.md here).  The boundary is the kernel:
       └─ the warm process (trusted)   forks one run at a time:
           └─ run guard  (trusted)     new mount, pid, network, IPC, UTS namespaces;
               │                       fresh tmpfs on /tmp and /dev/shm, its files
-              │                       read-only; waits, then exits with the
-              │                       run's status
-              └─ run init (trusted)   pid 1 of the run: fresh /proc; dies with the
-                  │                   guard; when it exits the kernel kills every
-                  │                   process of the run, setsid escapees included
-                  └─ the run          resource limits, then (as root) an
-                                      unprivileged user of its own with no
+              │                       read-only; waits, then reports the run's
+              │                       status
+              └─ the run              pid 1 of its pid namespace: a fresh /proc;
+                                      dies with the guard; when it ends the kernel
+                                      kills every process it left, setsid escapees
+                                      included.  Resource limits, then (as root)
+                                      an unprivileged user of its own with no
                                       capabilities and no_new_privs; only its
                                       channel and notes descriptors open
 
@@ -432,15 +432,15 @@ def _guard(body, confinement, user, limits, keep_fds, report_fd, private, dumpab
         if private is None:
             raise ConfinementError("a run outside the namespace confinement needs its temporary folder")
         os.environ.update(TMPDIR=private, HOME=private)
-    init = os.fork()
-    if init == 0:
+    run = os.fork()
+    if run == 0:
         try:
-            _init(body, confinement, user, limits, keep_fds, report_fd, dumpable, guard=os.getppid(),
-                  readable=(*readable, private) if private else readable)
+            _run(body, confinement, user, limits, keep_fds, report_fd, dumpable, guard=os.getppid(),
+                 readable=(*readable, private) if private else readable)
         except BaseException as error:
             _report_fault(report_fd, error)
             os._exit(RUN_FAULT)
-    status, cpu, stopped = watch(init, report_fd)
+    status, cpu, stopped = watch(run, report_fd)
     if not confined:   # escapees came back to us (subreaper); the caller kills the run's user too
         kill_descendants()
         if uid is not None:
@@ -476,30 +476,36 @@ def watch(pid: int, report_fd: int) -> tuple[int, float, bool]:
             os.close(handle)
 
 
-def _init(body, confinement, user, limits, keep_fds, report_fd, dumpable, guard: int, readable: tuple) -> None:
+def _run(body, confinement, user, limits, keep_fds, report_fd, dumpable, guard: int, readable: tuple) -> None:
+    """The run itself, the guard's only child.  In the namespace confinement
+    it is pid 1 of its pid namespace: when it ends, the kernel kills every
+    process it left.  No process stands between it and its guard (each fork
+    of the warm process's image costs a run about 2 ms of copying page
+    tables), so its orphans are its own to reap, and it ignores SIGXCPU as
+    every pid 1 does: its processor time ends in the SIGKILL a second later
+    (grader.out_of_processor_time)."""
+    _follow(guard)
+    if confinement == CONFINED:
+        _call("mount", b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    try:
+        enter_run(confinement, user, limits, dumpable=dumpable, readable=readable)
+        _follow(guard)   # a change of user clears the parent-death signal: set it again
+    except BaseException as error:
+        _report_fault(report_fd, error)
+        os._exit(RUN_FAULT)
+    code = RUN_FAULT
+    try:
+        code = body(move_fds(keep_fds))
+    finally:
+        os._exit(code)
+
+
+def _follow(guard: int) -> None:
+    """Die with the guard (SIGKILL when it ends); end now if it already has."""
     if sys.platform.startswith("linux"):
         _call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != guard:
             os._exit(RUN_FAULT)  # the guard died before we could follow it
-    if confinement == CONFINED:
-        _call("mount", b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-    run = os.fork()
-    if run == 0:
-        try:
-            enter_run(confinement, user, limits, dumpable=dumpable, readable=readable)
-        except BaseException as error:
-            _report_fault(report_fd, error)
-            os._exit(RUN_FAULT)
-        code = RUN_FAULT
-        try:
-            code = body(move_fds(keep_fds))
-        finally:
-            os._exit(code)
-    os.close(report_fd)
-    while True:  # pid 1 of the run: reap everything until the run itself ends
-        pid, status = os.waitpid(-1, 0)
-        if pid == run:
-            os._exit(exit_code(status))
 
 
 # Linux's statvfs flags (ST_*) and the mount flags (MS_*) that keep them in a
