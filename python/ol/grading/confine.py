@@ -338,7 +338,7 @@ def set_subreaper() -> None:
 def run_confined(body, *, confinement: str, user: int, limits: Limits, keep_fds: dict[int, int], report_fd: int,
                  private: str | None = None, dumpable: bool = False, memory_fd: int = -1,
                  readable: tuple[str, ...] = ()) -> int:
-    """Fork the guard, init and run processes described above; in the run,
+    """Fork the guard and run processes described above; in the run,
     call body(kept descriptors) and exit with its return value.  In the
     caller, return the guard's pid.
 
@@ -346,8 +346,8 @@ def run_confined(body, *, confinement: str, user: int, limits: Limits, keep_fds:
     whose other end the observer holds, never held by the run), one line of
     protocol.end_line: the run's exit status (128 + signal if a signal ended
     it), its processor time, and whether it was stopped.  It stops the run
-    (SIGKILL to init: in the namespace confinement the kernel then ends
-    every process of the run) as soon as report_fd turns readable: the
+    (SIGKILL to the run: in the namespace confinement the kernel then ends
+    every process it left) as soon as report_fd turns readable: the
     observer wrote to it or closed it.  A fault of the confinement itself (a
     mount refused, say) goes to report_fd too, as protocol.fault_line, so a
     run cannot fake one.  The guard's own exit status is 0, or RUN_FAULT: it
@@ -517,7 +517,7 @@ _KEPT_FLAGS = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC
 
 def freeze_mounts(writable: tuple[str, ...]) -> None:
     """Make every mount of this mount namespace read-only, but `writable`
-    (the run's own fresh /tmp and /dev/shm) and /proc (init mounts its own):
+    (the run's own fresh /tmp and /dev/shm) and /proc (the run mounts its own):
     a read-only mount never changes a file's access time, so no run can
     leave a mark in the times of a file that a later run may read (the
     sandbox's own tmpfs root, /dev, the files bound into it)."""
