@@ -19,7 +19,7 @@ import pytest
 from kit import ROOT
 from ol.grading import proxy
 from ol.grading.serve import serve
-from ol.grading.wire import Decoder, Encoder, WireError, recv_message, send_message
+from ol.grading.wire import Decoder, Encoder, PeerGone, WireError, recv_call, recv_message, send_message
 from reference import reference_modules
 
 rope, tensor = reference_modules("tinyllm.modern.rope", "tinyllm.autograd.tensor")
@@ -97,6 +97,60 @@ def test_a_message_and_its_buffers_arrive_whole():
     header, buffers = recv_message(theirs)
     sender.join()
     assert np.array_equal(Decoder(buffers).decode_top(header["v"]), big)
+    ours.close(), theirs.close()
+
+
+class _CountingSocket:
+    """A socket whose reads are counted."""
+
+    def __init__(self, sock):
+        self.sock, self.reads = sock, 0
+
+    def recv(self, *args):
+        self.reads += 1
+        return self.sock.recv(*args)
+
+    def recv_into(self, *args):
+        self.reads += 1
+        return self.sock.recv_into(*args)
+
+
+def test_a_call_reads_a_message_in_two_reads_and_not_past_it():
+    """On a run's channel a message that has arrived whole is read with a
+    look and one read, whatever its parts; the message queued behind it is
+    left whole for the next read."""
+    ours, theirs = socket.socketpair()
+    sent = []
+    for value in ([np.arange(3.0), np.ones((2, 2), np.float32), "x"], (np.int64(7), b"\x00\xff")):
+        encoder = Encoder()
+        sent.append(value)
+        send_message(ours, {"v": encoder.encode(value)}, encoder.buffers)
+    counting = _CountingSocket(theirs)
+    for value in sent:
+        counting.reads = 0
+        header, buffers = recv_call(counting)
+        got = Decoder(buffers).decode_top(header["v"])
+        assert counting.reads == 2, counting.reads
+        assert type(got) is type(value) and all(
+            np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b for a, b in zip(got, value))
+    ours.close()
+    with pytest.raises(PeerGone):
+        recv_call(theirs)
+    theirs.close()
+
+
+def test_a_call_reads_a_message_larger_than_a_look_and_refuses_what_recv_message_refuses():
+    ours, theirs = socket.socketpair()
+    big = np.random.default_rng(1).standard_normal(300_000)   # far more than PEEK_BYTES
+    encoder = Encoder()
+    sender = threading.Thread(target=send_message, args=(ours, {"v": encoder.encode(big)}, encoder.buffers))
+    sender.start()
+    header, buffers = recv_call(theirs)
+    sender.join()
+    assert np.array_equal(Decoder(buffers).decode_top(header["v"]), big)
+    ours.sendall((2**31).to_bytes(4, "big") + (0).to_bytes(4, "big"))
+    with pytest.raises(WireError, match="announced"):
+        recv_call(theirs)
     ours.close(), theirs.close()
 
 
@@ -188,6 +242,23 @@ def test_writes_into_an_argument_are_mirrored():
         ours.close()
         server.join(timeout=5)
         theirs.close()
+
+
+def test_a_write_that_changes_any_bit_is_mirrored():
+    """-0.0 over 0.0 compares equal, but the caller's own array would hold it."""
+    def flip(values):
+        values[0] = -0.0
+
+    flip.__module__ = "flipper"
+    module = type(rope)("flipper")
+    module.flip = flip
+    close = _served(module)
+    try:
+        values = np.zeros(2)
+        proxy.call({"attr": "flip"}, (values,), {})
+        assert np.signbit(values[0]) and not np.signbit(values[1])
+    finally:
+        close()
 
 
 def _served(module):

@@ -38,7 +38,7 @@ from types import ModuleType
 import numpy as np
 
 from ol.grading.protocol import OverTime
-from ol.grading.wire import Decoder, Encoder, PeerGone, WireError, recv_message, send_message
+from ol.grading.wire import Decoder, Encoder, PeerGone, WireError, recv_call, send_message
 
 _channel: socket.socket | None = None
 _proxy_module: ModuleType | None = None
@@ -106,7 +106,7 @@ def _answer(header: dict, encoder: Encoder | None):
         header, _test_began = dict(header, test=True), False
     try:
         send_message(_channel, header, encoder.buffers)
-        reply, buffers = recv_message(_channel)
+        reply, buffers = recv_call(_channel)
     except (PeerGone, OSError) as error:
         raise ImplementationGone(f"the code under test stopped answering: its process ended ({error})") from None
     decoder = _ResultDecoder(buffers, getattr(encoder, "tensors", []))

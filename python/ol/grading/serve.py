@@ -47,7 +47,7 @@ from types import ModuleType
 import numpy as np
 
 from ol.grading.protocol import OverTime, per_test_seconds
-from ol.grading.wire import Decoder, Encoder, PeerGone, WireError, recv_message, send_message
+from ol.grading.wire import Decoder, Encoder, PeerGone, WireError, recv_call, send_message
 
 MAX_RECORDED_CALLS = 2000   # calls whose Tensors a later backward may replay
 
@@ -63,7 +63,7 @@ def serve(sock: socket.socket, module: ModuleType, *, tracebacks: bool = False, 
     server = _Server(module, tracebacks, _TestShare(per_test_seconds(run_seconds)) if run_seconds > 0 else None)
     while True:
         try:
-            header, buffers = recv_message(sock)
+            header, buffers = recv_call(sock)
         except PeerGone:
             return
         except WireError as error:
@@ -358,7 +358,7 @@ class _ArgumentDecoder(Decoder):
         super().__init__(buffers, self._extra)
         self.server = server
         self.inputs: list = []      # arrays and Tensors, in decoding order
-        self.before: list = []      # their data as it arrived
+        self.before: list = []      # their data as it arrived (_Snapshot; for a Tensor, with its data array)
         self.tensors: list = []
         self.watched: list = []     # (input number, weak reference to its array)
 
@@ -366,7 +366,7 @@ class _ArgumentDecoder(Decoder):
         array = super().array(body)
         self.watched.append((len(self.inputs), weakref.ref(array)))
         self.inputs.append(array)
-        self.before.append(array.copy())
+        self.before.append(_Snapshot(array))
         return array
 
     def _extra(self, tag, body, decoder):
@@ -379,7 +379,7 @@ class _ArgumentDecoder(Decoder):
             self.watched.append((len(self.inputs), weakref.ref(data)))
             self.tensors.append(tensor)
             self.inputs.append(tensor)
-            self.before.append((data, data.copy()))
+            self.before.append((data, _Snapshot(data)))
             return tensor
         if tag == "remote":
             return self.server.resolve({"handle": body.get("handle")})
@@ -410,14 +410,24 @@ class _ArgumentDecoder(Decoder):
         changed = []
         for number, (value, before) in enumerate(zip(self.inputs, self.before)):
             if isinstance(before, tuple):  # a Tensor: its data array may be replaced or written into
-                original, copy = before
+                original, snapshot = before
                 now = np.asarray(value.data)
-                if now is not original or not np.array_equal(now, copy, equal_nan=_has_nan(copy)):
+                if now is not original or snapshot.differs(now):
                     changed.append([number, {"array": encoder.array(now)}])
-            elif not np.array_equal(value, before, equal_nan=_has_nan(before)):
+            elif before.differs(value):
                 changed.append([number, {"array": encoder.array(value)}])
         return changed
 
 
-def _has_nan(array: np.ndarray) -> bool:
-    return array.dtype.kind in "fc"
+class _Snapshot:
+    """An input array as it arrived: its shape, dtype and bytes.  A write
+    that changes any bit (a -0.0 over a 0.0, another NaN) is a change, as it
+    would be to the caller's own array."""
+
+    __slots__ = ("shape", "dtype", "data")
+
+    def __init__(self, array: np.ndarray):
+        self.shape, self.dtype, self.data = array.shape, array.dtype, array.tobytes()
+
+    def differs(self, array: np.ndarray) -> bool:
+        return array.shape != self.shape or array.dtype != self.dtype or array.tobytes() != self.data
