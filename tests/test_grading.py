@@ -451,6 +451,30 @@ def test_the_report_names_every_test_that_fails_on_a_pitfall_in_file_order(tmp_p
 
 
 @pytest.mark.needs_confinement
+def test_a_run_started_beside_shares_the_slots_and_is_told_apart():
+    """The local check starts the course tests beside the suite's first runs
+    (Scheduler.start_beside): that run goes on in the call's slots, is
+    neither among the call's outcomes nor seen by its callbacks, and says
+    what a run of its own says."""
+    session = GradingSession(ROOT, "L7.3")
+    folder = ROOT / "tests/calibration/l7-3-suite-c"
+    with session.scheduler({"student": folder}, course=True, workers=2) as scheduler:
+        grader = Grader(session, scheduler, time_limit=60)
+        alone = grader.course_tests(session.reference)
+        waiting = grader.course_tests_beside(session.reference)
+        variants = session.pitfall_variants()[:4]
+        runs = [Run(100 + n, RunRequest(suite="student", task="pytest"), v.request(), 60.0)
+                for n, v in enumerate(variants)]
+        seen = set()
+        outcomes = scheduler.run(runs, on_done=lambda run, outcome: seen.add(run.id),
+                                 on_notes=lambda run, notes: seen.add(run.id) and None)
+        assert set(outcomes) == seen == {run.id for run in runs}
+        beside = waiting()
+    assert alone.ok and alone.passed and beside.ok
+    assert beside.outcomes == alone.outcomes
+
+
+@pytest.mark.needs_confinement
 def test_a_check_interrupted_while_it_sends_a_setup_ends_at_once(monkeypatch, tmp_path):
     """Ctrl-C or SIGTERM can land while the observer sends a warm process its
     setup.  Before, the unwinding told that process to quit and gave it 5 s,

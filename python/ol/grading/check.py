@@ -11,6 +11,8 @@
        (GradingSession.suite_needs_passing_code: the student kit's local check).
        In the instructor's mode (isolated) they run after every run of the
        suite, so no run of the suite can learn what the student's code did;
+       in the local check, whose suite is graded whatever they say, beside
+       the suite's first runs (Scheduler.start_beside);
     3. the student's test folder passes the static check (ol.grading.static_check);
     4. the suite passes on the reference and on every alternate correct
        implementation ("your test rejects a correct implementation" otherwise);
@@ -48,7 +50,7 @@ from ol.grading.floors import function_floors
 from ol.grading.session import GradingFault, GradingSession
 from ol.grading.recheck import VerdictCache, code_digest
 from ol.grading.rejected import rejected_tests
-from ol.grading.grader import FAILED, NOT_IMPORTED, NOT_RUN, REFUSED, Grader, SuiteProblem, Verdict
+from ol.grading.grader import FAILED, NOT_IMPORTED, NOT_RUN, REFUSED, CourseRun, Grader, SuiteProblem, Verdict
 from ol.grading.static_check import FILE, Violation, check_student_tests
 from ol.grading.test_folder import TestFolder
 from ol.grading.witnesses import find_witnesses
@@ -335,12 +337,13 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
             grader = Grader(session, scheduler, time_limit=time_limit, on_event=on_event)
             stage("the sandboxes' start (the warm processes' imports)")
 
-            def course() -> CheckResult | None:
-                """The course tests on the student's code: the reason to stop, or None."""
+            def course(beside: Callable[[], CourseRun] | None = None) -> CheckResult | None:
+                """The course tests on the student's code (their result from `beside`
+                where they were started beside the suite): the reason to stop, or None."""
                 if kept_course is not None:
                     result.course_tests, result.course_tests_kept = kept_course, True
                     return None
-                run = grader.course_tests(student, overrides)
+                run = beside() if beside is not None else grader.course_tests(student, overrides)
                 stage("the course tests")
                 result.course_tests = {"passed": len(run.passed), "total": len(run.outcomes)}
                 if not run.ok:
@@ -358,7 +361,7 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
 
             def suite() -> CheckResult | None:
                 """The student's suite against every variant: the reason to stop, or None."""
-                nonlocal verdicts, by, carried_over
+                nonlocal verdicts, by, carried_over, kills
                 if fatal:
                     return stop("your tests do things graded tests may not (they were not run)",
                                 [str(v) for v in violations])
@@ -389,9 +392,8 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
                                          f"something of what a correct implementation does, so only "
                                          f"{grading.max_rejected} may be"], found.output)
                     by = grader.by
-                    if cache is not None:
-                        cache.save({key: v.failed[0] for key, v in verdicts.items()
-                                    if v.killed and v.failed and not key.startswith("pitfall:")})
+                    kills = {key: v.failed[0] for key, v in verdicts.items()
+                             if v.killed and v.failed and not key.startswith("pitfall:")}
                 except SuiteProblem as problem:
                     if grader.left_out:   # every test left out: say why, each
                         found = rejected_tests(grader, session, grader.left_out)
@@ -406,11 +408,20 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
             verdicts: dict[str, Verdict] = {}
             by: dict[str, tuple[str, ...]] = {}
             carried_over = 0
-            if course_first:
+            kills: dict[str, str] | None = None   # what the verdict cache keeps, once the suite is graded
+            if course_first and course_tests and kept_course is None and not session.suite_needs_passing_code:
+                # the local check, whose suite is graded whatever the course tests say: they run
+                # beside the suite's first runs (one run of theirs would leave the other slots idle)
+                beside = grader.course_tests_beside(student, overrides)
+                stopped = suite()
+                stopped = course(beside) or stopped
+            elif course_first:
                 stopped = (course() if course_tests else None) or suite()
             else:   # the instructor's grade: the student's code runs only after every run of the suite
                 stopped = suite()
                 stopped = (course() if course_tests else None) or stopped
+            if cache is not None and kills is not None:   # with the course tests' pass, once both are in
+                cache.save(kills)
             if stopped is not None:
                 return stopped
             if then is not None:

@@ -138,9 +138,20 @@ class Grader:
     def course_tests(self, variant: Variant, modules: dict | None = None) -> CourseRun:
         """The module's course tests (trusted) on the student's own `variant`,
         which lives on the other side; tracebacks of its exceptions come back."""
-        run = Run(self._id(), RunRequest(suite="course", task="pytest"),
-                  variant.request(modules=modules, tracebacks=True), self.time_limit)
+        run = self._course_run(variant, modules)
         return _course_run(self.scheduler.run([run])[run.id], self.time_limit)
+
+    def course_tests_beside(self, variant: Variant, modules: dict | None = None) -> Callable[[], CourseRun]:
+        """course_tests, started beside the runs this grader starts next (its
+        slots are not idle while one run of the course tests goes on); the
+        function returned waits for their result."""
+        run = self._course_run(variant, modules)
+        self.scheduler.start_beside(run)
+        return lambda: _course_run(self.scheduler.outcome_beside(run.id), self.time_limit)
+
+    def _course_run(self, variant: Variant, modules: dict | None) -> Run:
+        return Run(self._id(), RunRequest(suite="course", task="pytest"),
+                   variant.request(modules=modules, tracebacks=True), self.time_limit)
 
     def course_tests_of(self, variants: list[Variant]) -> dict[str, CourseRun]:
         """The course tests on each of the course's own variants, side by side."""

@@ -145,6 +145,8 @@ class Scheduler:
         self.memory: MemoryBound | None = None
         self.runtime = confine.RUNTIME if confinement == confine.CONFINED else str(OL_PACKAGE.parent)
         self.collect_seconds = 0.0   # the shared check: how long collecting the suite took
+        self.beside: list[Run] = []              # runs to start with the next call of run(), reported apart
+        self.beside_outcomes: dict[int, Outcome] = {}
 
 
     def memory_fd(self, index: int) -> int:
@@ -211,13 +213,31 @@ class Scheduler:
 
     # ---- running -----------------------------------------------------------------------
 
+    def start_beside(self, run: Run) -> None:
+        """Run `run` beside the runs of the next call of run(), in the same
+        slots: neither waits for the other.  Its outcome is not among that
+        call's, nor seen by its callbacks: outcome_beside(run.id) gives it."""
+        self.beside.append(run)
+
+    def outcome_beside(self, run_id: int) -> Outcome:
+        """The outcome of a run started with start_beside, once it has ended."""
+        if run_id not in self.beside_outcomes:
+            self.run([])
+        return self.beside_outcomes.pop(run_id)
+
     def run(self, runs: list[Run], on_done: Callable[[Run, Outcome], None] | None = None,
             on_notes: Callable[[Run, list[dict]], str | None] | None = None) -> dict[int, Outcome]:
         """Every run's outcome, by id.  on_notes(run, notes so far) is asked
         whenever a tests run has written more; a reason (a non-empty string)
         stops that run, and is its outcome's `stopped`.  Raises SandboxFault
-        if a sandbox fails."""
-        pending = list(runs)
+        if a sandbox fails.  Runs queued by start_beside start first and are
+        waited for too."""
+        beside = {run.id for run in self.beside}
+        pending = [*self.beside, *runs]
+        self.beside = []
+        mine = on_notes
+        if beside and on_notes is not None:
+            on_notes = lambda run, notes: None if run.id in beside else mine(run, notes)  # noqa: E731
         active: dict[int, _Active] = {}
         free_slots = list(range(self.workers))
         outcomes: dict[int, Outcome] = {}
@@ -252,9 +272,12 @@ class Scheduler:
                         del active[run_id]
                         free_slots.append(item.slot)
                         item.close()
-                        outcomes[run_id] = item.outcome
                         if item.outcome.fault:
                             raise SandboxFault(f"a run could not be confined: {item.outcome.fault}")
+                        if run_id in beside:
+                            self.beside_outcomes[run_id] = item.outcome
+                            continue
+                        outcomes[run_id] = item.outcome
                         if on_done is not None:
                             on_done(item.run, item.outcome)
                     elif item.overdue(now):
