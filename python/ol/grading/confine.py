@@ -435,7 +435,10 @@ def _guard(body, confinement, user, limits, keep_fds, report_fd, private, dumpab
     run = os.fork()
     if run == 0:
         try:
-            _run(body, confinement, user, limits, keep_fds, report_fd, dumpable, guard=os.getppid(),
+            parent = os.getppid()
+            if dumpable:   # the shared check's collector forks runs: a reaper of its own above it
+                parent = _reaper(parent, report_fd)
+            _run(body, confinement, user, limits, keep_fds, report_fd, dumpable, guard=parent,
                  readable=(*readable, private) if private else readable)
         except BaseException as error:
             _report_fault(report_fd, error)
@@ -477,9 +480,9 @@ def watch(pid: int, report_fd: int) -> tuple[int, float, bool]:
 
 
 def _run(body, confinement, user, limits, keep_fds, report_fd, dumpable, guard: int, readable: tuple) -> None:
-    """The run itself, the guard's only child.  In the namespace confinement
-    it is pid 1 of its pid namespace: when it ends, the kernel kills every
-    process it left.  No process stands between it and its guard (each fork
+    """The run itself, the guard's only child (the shared check's collector:
+    its reaper's).  In the namespace confinement it is pid 1 of its pid
+    namespace: when it ends, the kernel kills every process it left.  No process stands between it and its guard (each fork
     of the warm process's image costs a run about 2 ms of copying page
     tables), so its orphans are its own to reap, and it ignores SIGXCPU as
     every pid 1 does: its processor time ends in the SIGKILL a second later
@@ -498,6 +501,24 @@ def _run(body, confinement, user, limits, keep_fds, report_fd, dumpable, guard: 
         code = body(move_fds(keep_fds))
     finally:
         os._exit(code)
+
+
+def _reaper(guard: int, report_fd: int) -> int:
+    """Pid 1 above the shared check's collector: it forks the collector and
+    reaps every process orphaned to it until the collector ends, then ends
+    as it did.  The collector forks a guard for each of its runs and kills
+    it to stop the run; what that guard leaves comes here, not to the
+    collector, which waits only for the guards it knows.  In the forked
+    child (the collector) it returns the pid to follow."""
+    _follow(guard)
+    run = os.fork()
+    if run == 0:
+        return os.getppid()
+    os.close(report_fd)
+    while True:
+        pid, status = os.waitpid(-1, 0)
+        if pid == run:
+            os._exit(exit_code(status))
 
 
 def _follow(guard: int) -> None:
