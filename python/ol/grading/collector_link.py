@@ -54,13 +54,6 @@ class CollectedRun:
             pass
         self.end = RunEnd(exit=exit, cpu=cpu)
 
-    def go_on(self) -> None:
-        if self.sock is not None:
-            try:
-                self.sock.send(b"g")
-            except OSError:
-                pass
-
     def stop(self) -> None:
         if self.end is None:
             self.link.kill_run(self.token)

@@ -49,7 +49,7 @@ class Setup:
 
 class RunEnds:
     """The observer's ends of one side of one run: its notes socket (what the
-    run says, NotesStream; a byte back after a failure lets it go on) and its
+    run says, NotesStream; nothing is written back) and its
     end socket (what its guard says, protocol.parse_end; writing to it stops
     the run)."""
 
@@ -99,14 +99,6 @@ class RunEnds:
                 self.notes_fd = -1
             return True
         return False
-
-    def go_on(self) -> None:
-        """Answer a failure the run reported: it may go on to its next test."""
-        if self.notes_fd >= 0:
-            try:
-                os.write(self.notes_fd, b"g")
-            except OSError:
-                pass
 
     def stop(self) -> None:
         """Ask the guard to end the run now (it answers with the run's end)."""
@@ -187,7 +179,7 @@ class Sandbox:
         """Ask for one run as `user`, on `channel`, in the memory group whose
         cgroup.procs is memory_fd (-1: none).  Its notes and its end come
         back here directly (RunEnds), never through the warm process."""
-        notes_ours, notes_theirs = socket.socketpair()   # the run writes its notes; we answer "go on"
+        notes_ours, notes_theirs = socket.socketpair()   # the run writes its notes; we read them
         ours, theirs = socket.socketpair()
         fds = [channel.fileno(), notes_theirs.fileno(), theirs.fileno()] + ([memory_fd] if memory_fd >= 0 else [])
         request = dataclasses.replace(request, user=user)

@@ -351,9 +351,6 @@ class Unrun:
     def take(self, ready) -> list[dict]:
         return []
 
-    def go_on(self) -> None:
-        pass
-
     def stop(self) -> None:
         pass
 
@@ -386,9 +383,6 @@ class _Active:
             if why:
                 self.tests_stop_sent, self.outcome.stopped = True, why
                 self.tests_end.stop()
-            else:   # a run waits after each failure for our word to go on
-                for _ in range(sum("failed" in line for line in said)):
-                    self.tests_end.go_on()
         if self.tests_end.end is not None and self.seconds is None:
             self.seconds = time.monotonic() - self.started
         if self.tests_end.end is not None and self.impl_end.end is None and not self.impl_stop_sent:
