@@ -233,9 +233,7 @@ def test_a_test_stopped_in_the_middle_of_a_call_leaves_the_next_tests_their_own_
 @pytest.mark.parametrize("sharing", ["shared", "isolated"])
 def test_a_run_that_reaches_its_time_limit_is_a_timeout_every_time(sharing, tmp_path):
     """An endless test on every correct run, twenty times over: each run is a
-    timeout, never "signal 9" (the run is pid 1 of its pid namespace, whose
-    SIGXCPU the kernel drops: the SIGKILL a second later ends it, after it
-    used its limit).  The reference's
+    timeout, never "signal 9".  The reference's
     three runs a round (no alternate): what is tested is each run's end.  The
     test outlives its own share of the run's time (it catches the OverTime
     that ends it there), so the run's limit is what stops it."""
@@ -259,6 +257,29 @@ def test_a_run_that_reaches_its_time_limit_is_a_timeout_every_time(sharing, tmp_
             statuses += [(v.status, v.detail) for v in grader.correct_verdicts]
     assert len(statuses) == 60 and all(status == TIMEOUT for status, _ in statuses), \
         [s for s in statuses if s[0] != TIMEOUT][:3]
+
+
+@pytest.mark.needs_confinement
+@pytest.mark.parametrize("sharing", ["shared", "isolated"])
+def test_a_run_ends_at_its_processor_time_limit_though_it_is_pid_1(sharing, tmp_path):
+    """A confined run is pid 1 of its own pid namespace, and the kernel drops
+    an init's SIGXCPU unless the init handles it: the run's handler
+    (confine.out_of_processor_time) ends it at its limit, as the signal ends
+    any other process, not the SIGKILL a second later."""
+    suite = write_suite(tmp_path / "l7-3-rope", """
+        def test_forever():
+            while True:
+                try:
+                    while True:
+                        pass
+                except BaseException:
+                    pass
+    """)
+    session = GradingSession(ROOT, "L7.3")
+    with session.scheduler({"student": suite}, course=False, sharing=sharing) as scheduler:
+        run = Run(1, RunRequest(suite="student", task="grade"), session.reference.request(), 1.0)
+        outcome = scheduler.run([run])[run.id]
+    assert outcome.exit == 128 + signal.SIGXCPU and outcome.cpu_seconds < 1.9, (outcome.exit, outcome.cpu_seconds)
 
 
 @pytest.mark.needs_confinement

@@ -108,6 +108,9 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     hook, set_code, set_defaults = _refuse_more_hooks, type(_refuse_more_hooks).__code__.__set__, \
         type(_refuse_more_hooks).__defaults__.__set__
     hook_code, hook_defaults = hook.__code__, hook.__defaults__
+    # each run is pid 1 of its namespace, whose SIGXCPU the kernel drops unless it is handled
+    on_xcpu, sigxcpu = _out_of_processor_time, int(_signal.SIGXCPU)
+    xcpu_code, xcpu_defaults = on_xcpu.__code__, on_xcpu.__defaults__
     sys.addaudithook(hook)
 
     collected = collect()                       # <- the suite's code runs here
@@ -120,6 +123,8 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     # ---- from here on: only the names bound above -------------------------------------------
     set_code(hook, hook_code)
     set_defaults(hook, hook_defaults)
+    set_code(on_xcpu, xcpu_code)
+    set_defaults(on_xcpu, xcpu_defaults)
     settrace(None)
     setprofile(None)
     for number in catchable:
@@ -255,6 +260,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                             setrlimit(kind_, value)
                         if run_cpu_seconds > 0:           # SIGXCPU at the limit, SIGKILL a second later
                             setrlimit(rlimit_cpu, (run_cpu_seconds, run_cpu_seconds + 1))
+                        set_signal(sigxcpu, on_xcpu)
                         kept_channel, kept_notes = dup(channel), dup(notes)
                         dup2(kept_channel, 3)
                         dup2(kept_notes, 4)
@@ -274,6 +280,12 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                 guard = pidfd_open(pid)
                 runs[guard] = (run_id, pid, status_read)
                 statuses[status_read] = guard
+
+
+def _out_of_processor_time(signum, frame, exit_=os._exit, code=128 + int(_signal.SIGXCPU)) -> None:
+    """A run's SIGXCPU handler (confine.out_of_processor_time), on names bound
+    here: its code and defaults are restored after collection."""
+    exit_(code)
 
 
 def _refuse_more_hooks(event: str, args: tuple, refusal=RuntimeError) -> None:

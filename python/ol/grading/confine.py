@@ -482,17 +482,21 @@ def watch(pid: int, report_fd: int) -> tuple[int, float, bool]:
 def _run(body, confinement, user, limits, keep_fds, report_fd, dumpable, guard: int, readable: tuple) -> None:
     """The run itself, the guard's only child (the shared check's collector:
     its reaper's).  In the namespace confinement it is pid 1 of its pid
-    namespace: when it ends, the kernel kills every process it left.  No process stands between it and its guard (each fork
-    of the warm process's image costs a run about 2 ms of copying page
-    tables), so its orphans are its own to reap, and it ignores SIGXCPU as
-    every pid 1 does: its processor time ends in the SIGKILL a second later
-    (grader.out_of_processor_time)."""
+    namespace: when it ends, the kernel kills every process it left.  No
+    process stands between it and its guard (each fork of the warm
+    process's image costs a run about 2 ms of copying page tables), so its
+    orphans are its own to reap.  The kernel drops an init's SIGXCPU unless
+    it has a handler: out_of_processor_time ends it there as the signal
+    would; in C code, where no handler runs, the SIGKILL a second later
+    does (grader.out_of_processor_time)."""
     _follow(guard)
     if confinement == CONFINED:
         _call("mount", b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
     try:
         enter_run(confinement, user, limits, dumpable=dumpable, readable=readable)
         _follow(guard)   # a change of user clears the parent-death signal: set it again
+        if os.getpid() == 1:
+            signal.signal(signal.SIGXCPU, out_of_processor_time)
     except BaseException as error:
         _report_fault(report_fd, error)
         os._exit(RUN_FAULT)
@@ -519,6 +523,12 @@ def _reaper(guard: int, report_fd: int) -> int:
         pid, status = os.waitpid(-1, 0)
         if pid == run:
             os._exit(exit_code(status))
+
+
+def out_of_processor_time(signum, frame) -> None:
+    """SIGXCPU's handler in a run that is pid 1: end as the signal's default
+    action would end any other process (exit status 128 + SIGXCPU)."""
+    os._exit(128 + signal.SIGXCPU)
 
 
 def _follow(guard: int) -> None:

@@ -376,9 +376,9 @@ def out_of_processor_time(exit: int | None, cpu: float | None, limit: float) -> 
     """Whether the kernel ended a process at its processor-time limit
     (RLIMIT_CPU = ceil(limit) s): SIGXCPU there, or SIGKILL a second later
     after it used at least the limit.  The SIGKILL is what a run that caught
-    SIGXCPU gets, and what every confined run gets: it is pid 1 of its own
-    pid namespace, and the kernel drops a signal an init does not handle,
-    SIGXCPU included."""
+    SIGXCPU gets, and a confined run busy in C code: it is pid 1 of its own
+    pid namespace, whose SIGXCPU the kernel drops unless it is handled, and
+    its handler (confine.out_of_processor_time) runs between bytecodes."""
     if exit in OUT_OF_PROCESSOR_TIME:
         return True
     return exit == 128 + signal.SIGKILL and cpu is not None and cpu >= max(1, math.ceil(limit))
