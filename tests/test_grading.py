@@ -228,6 +228,18 @@ def test_a_test_stopped_in_the_middle_of_a_call_leaves_the_next_tests_their_own_
     assert [e["test"].rsplit("::", 1)[1] for e in result.rejected] == ["test_forever_calling"]
 
 
+# An endless test that catches the OverTime ending it at its share of the run: the run's limit stops it.
+OUTLIVES_ITS_SHARE = """
+    def test_forever():
+        while True:
+            try:
+                while True:
+                    pass
+            except BaseException:
+                pass
+"""
+
+
 @pytest.mark.slow
 @pytest.mark.needs_confinement
 @pytest.mark.parametrize("sharing", ["shared", "isolated"])
@@ -237,15 +249,7 @@ def test_a_run_that_reaches_its_time_limit_is_a_timeout_every_time(sharing, tmp_
     three runs a round (no alternate): what is tested is each run's end.  The
     test outlives its own share of the run's time (it catches the OverTime
     that ends it there), so the run's limit is what stops it."""
-    suite = write_suite(tmp_path / "l7-3-rope", """
-        def test_forever():
-            while True:
-                try:
-                    while True:
-                        pass
-                except BaseException:
-                    pass
-    """)
+    suite = write_suite(tmp_path / "l7-3-rope", OUTLIVES_ITS_SHARE)
     session = GradingSession(ROOT, "L7.3")
     session.alternates = ()
     with session.scheduler({"student": suite}, course=False, sharing=sharing) as scheduler:
@@ -266,15 +270,7 @@ def test_a_run_ends_at_its_processor_time_limit_though_it_is_pid_1(sharing, tmp_
     an init's SIGXCPU unless the init handles it: the run's handler
     (confine.out_of_processor_time) ends it at its limit, as the signal ends
     any other process, not the SIGKILL a second later."""
-    suite = write_suite(tmp_path / "l7-3-rope", """
-        def test_forever():
-            while True:
-                try:
-                    while True:
-                        pass
-                except BaseException:
-                    pass
-    """)
+    suite = write_suite(tmp_path / "l7-3-rope", OUTLIVES_ITS_SHARE)
     session = GradingSession(ROOT, "L7.3")
     with session.scheduler({"student": suite}, course=False, sharing=sharing) as scheduler:
         run = Run(1, RunRequest(suite="student", task="grade"), session.reference.request(), 1.0)
