@@ -29,6 +29,7 @@ import pytest
 
 from fixture_checks import assert_regenerates_exactly
 from kit import ROOT, copy_checkout, explain, run_ol
+from ol.milestone.gemma3_run import PROMPT_ATOL
 from reference import reference_modules
 
 sys.path.insert(0, str(ROOT / "course" / "tests"))
@@ -94,7 +95,13 @@ def test_oracle_regenerates_the_golden_fixture_bit_for_bit(oracle, hf, tmp_path)
     arrays = oracle.build(hf)
     fresh = tmp_path / FIXTURE.name
     oracle.fixture_file.write(arrays, fresh)
-    assert_regenerates_exactly(FIXTURE, fresh, "python oracle/MS-L7G/gemma3_hf.py")
+    # 18 layers of float32 on another processor model move a logit further than
+    # ANOTHER_CPU of the largest (measured: 7e-4 of 40 on an AMD EPYC against the
+    # fixture's Intel machine).  What must hold there is what the milestone's
+    # tolerance was set against: no golden value moves by more than the noise
+    # PROMPT_ATOL sits five times above, and every id stays the same.
+    assert_regenerates_exactly(FIXTURE, fresh, "python oracle/MS-L7G/gemma3_hf.py",
+                               another_cpu_atol=PROMPT_ATOL / 5)
 
 
 def test_the_golden_run_is_small_and_past_the_window():
@@ -196,7 +203,7 @@ def _golden_outputs():
 def test_the_judge_passes_transformers_own_logits_and_names_where_a_window_mistake_shows():
     from ol.exits import NOT_PASSED, OK
     from ol.milestone import get_milestone
-    from ol.milestone.gemma3_run import PROMPT_ATOL, report
+    from ol.milestone.gemma3_run import report
 
     milestone = get_milestone(ROOT, "MS-L7G")
     prompt, steps, result = _golden_outputs()
