@@ -269,6 +269,37 @@ def instructors_checkout(scratch: Path) -> tuple[Path, Path]:
     return checkout, python
 
 
+GC_CALLBACK_WATCHER = """
+import typing
+
+gc, os = typing.sys.modules["gc"], typing.sys.modules["os"]   # past the allow-list, as a cheat would
+gc.disable()        # no collection but an explicit gc.collect() calls the callback
+CALLERS = []
+gc.callbacks.append(lambda phase, info: CALLERS.append(os.getpid()))
+
+
+def test_no_code_of_the_suite_ran_in_the_collector():
+    assert [pid for pid in CALLERS if pid != os.getpid()] == []
+"""
+
+
+@pytest.mark.needs_confinement
+def test_a_gc_callback_added_while_collecting_never_runs_in_the_collector(sampled, tmp_path):
+    """The shared check's collector calls gc.collect() once the suite is
+    collected: a callback the suite added to gc.callbacks would run there,
+    beside the collector's loop, where it can read the frames of every run's
+    end.  Each run is pid 1 of its own namespace, so a pid in CALLERS other
+    than the run's own is the collector's: that test would then fail on the
+    correct runs and be left out."""
+    suite = tmp_path / "l7-3-rope"
+    shutil.copytree(MODEL_ANSWER, suite)
+    (suite / "test_gc_callback.py").write_text(GC_CALLBACK_WATCHER)
+    result = check_module(ROOT, "L7.3", CheckRequest(tests=suite, course_tests=False, workers=2, fresh=True),
+                          session=sampled)
+    assert result.reason is None and result.rejected == [] and result.passed, (result.reason, result.rejected)
+    assert result.graded_tests == result.tests, "every test graded: the watcher among them"
+
+
 @pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_ol_grade_keeps_the_instructors_checkout_out_of_reach():

@@ -20,8 +20,8 @@ has run here and may have replaced any Python function or attribute (of
 bound to a local variable *before* collecting, and is a builtin or a method
 of a C type, which Python code cannot change; the loop calls no Python
 function of ours until a forked run hands over to the suite.  Sys.addaudithook
-is refused from before collection, so no audit hook of the suite's can run
-here either.  What remains possible for code that writes this process's
+is refused from before collection, and gc.callbacks is emptied before the
+collector's own gc.collect(), so no hook of the suite's runs here either.  What remains possible for code that writes this process's
 memory directly (ctypes, numpy's raw memory) is in README.md: the local check
 is feedback, the instructor's isolated grade is the authority.
 
@@ -75,7 +75,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     pidfd_open, wait_readable, setrlimit = os.pidfd_open, select.select, resource.setrlimit
     recvmsg, sendall = _socket.socket.recvmsg, _socket.socket.sendall
     set_signal, settrace, setprofile, listdir = _signal.signal, sys.settrace, sys.setprofile, os.listdir
-    gc_collect, gc_freeze = gc.collect, gc.freeze
+    gc_collect, gc_freeze, clear_gc_callbacks = gc.collect, gc.freeze, gc.callbacks.clear
     from_bytes, to_bytes, byte_order = int.from_bytes, int.to_bytes, "little"
     libc = ctypes.CDLL(None, use_errno=True)
     unshare, mount, prctl, capset, munmap = libc.unshare, libc.mount, libc.prctl, libc.capset, libc.munmap
@@ -132,6 +132,9 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
             set_signal(number, sig_ign if number == sigpipe else sig_dfl)
         except (OSError, ValueError, RuntimeError):
             pass
+    clear_gc_callbacks()   # the list the collector itself calls: no code of the suite's runs in gc_collect
+    gc_collect()           # (finalizers of the suite's garbage may: so every check below comes after it)
+    gc_freeze()            # the runs share the collected suite's pages instead of copying them
     me = getpid()
     for entry in listdir("/proc"):             # no process started while collecting lives on
         if entry.isdigit() and int(entry) not in (1, me):
@@ -143,8 +146,19 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
         text = b"your tests start threads while being collected (at import time); start them inside tests"
         sendall(control, pack_sized(frame_problem, len(text)) + text)
         return EXIT_THREADS
-    gc_collect()
-    gc_freeze()    # the runs share the collected suite's pages instead of copying them
+    # Shared memory mapped while collecting would join every run: each run unmaps it.  The
+    # loop below maps nothing shared, so the list read once here is every run's.
+    shared = []      # (address, length) of each shared mapping
+    maps = open_(b"/proc/self/maps", rdonly)
+    listing = b""
+    while chunk := read(maps, 65536):
+        listing += chunk
+    close(maps)
+    for line in listing.split(b"\n"):
+        fields = line.split()
+        if len(fields) > 1 and fields[1][3:4] == b"s":
+            low, high = fields[0].split(b"-")
+            shared.append((int(low, 16), int(high, 16) - int(low, 16)))
     joined = ("\n".join(test_ids) + "\n\n" + "\n".join(filed)).encode()   # protocol.collected_ids
     sendall(control, pack_sized(frame_collected, len(joined)) + joined)
 
@@ -245,17 +259,8 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                             exit_(run_fault)
                         if capset(cap_header, no_caps) != 0:
                             exit_(run_fault)
-                        # shared memory mapped while collecting would join every run: unmap it
-                        maps = open_(b"/proc/self/maps", rdonly)
-                        listing = b""
-                        while chunk := read(maps, 65536):
-                            listing += chunk
-                        close(maps)
-                        for line in listing.split(b"\n"):
-                            fields = line.split()
-                            if len(fields) > 1 and fields[1][3:4] == b"s":
-                                low, high = fields[0].split(b"-")
-                                munmap(int(low, 16), int(high, 16) - int(low, 16))
+                        for address, length in shared:    # shared memory mapped while collecting
+                            munmap(address, length)
                         for kind_, value in limits_now:
                             setrlimit(kind_, value)
                         if run_cpu_seconds > 0:           # SIGXCPU at the limit, SIGKILL a second later
