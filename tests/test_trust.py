@@ -269,14 +269,40 @@ def instructors_checkout(scratch: Path) -> tuple[Path, Path]:
     return checkout, python
 
 
-GC_CALLBACK_WATCHER = """
+# Suites that leave code of theirs where the shared check's collector may call it once the
+# suite is collected; each records the pid of every process that calls it.  A run is pid 1 of
+# its own namespace and never calls it itself, so a pid other than its own is the collector's
+# (or a run's guard's, forked from it), whose memory the run inherits.
+HOOKS_IN_THE_COLLECTOR = {
+    "gc_callback": """
+gc.disable()        # no collection but an explicit gc.collect() calls it
+gc.callbacks.append(lambda phase, info: CALLERS.append(os.getpid()))
+""",
+    "at_fork": """
+os.register_at_fork(before=lambda: CALLERS.append(os.getpid()),
+                    after_in_parent=lambda: CALLERS.append(os.getpid()))
+""",
+    "ctypes_errcheck": """
+def errcheck(result, function, arguments):
+    CALLERS.append(os.getpid())
+    return result
+
+
+g = getattr                   # past the static check's words, as read-the-job-from-the-stack goes
+for caller in dataclasses.inspect.stack():   # up to the collector's frame, whose C functions it calls later
+    for value in list(g(caller.frame, "f_lo" + "cals").values()):
+        if hasattr(value, "errcheck"):
+            value.errcheck = errcheck
+
+""",
+}
+HOOK_WATCHER = """
+import dataclasses
 import typing
 
 gc, os = typing.sys.modules["gc"], typing.sys.modules["os"]   # past the allow-list, as a cheat would
-gc.disable()        # no collection but an explicit gc.collect() calls the callback
 CALLERS = []
-gc.callbacks.append(lambda phase, info: CALLERS.append(os.getpid()))
-
+{hook}
 
 def test_no_code_of_the_suite_ran_in_the_collector():
     assert [pid for pid in CALLERS if pid != os.getpid()] == []
@@ -284,20 +310,20 @@ def test_no_code_of_the_suite_ran_in_the_collector():
 
 
 @pytest.mark.needs_confinement
-def test_a_gc_callback_added_while_collecting_never_runs_in_the_collector(sampled, tmp_path):
-    """The shared check's collector calls gc.collect() once the suite is
-    collected: a callback the suite added to gc.callbacks would run there,
-    beside the collector's loop, where it can read the frames of every run's
-    end.  Each run is pid 1 of its own namespace, so a pid in CALLERS other
-    than the run's own is the collector's: that test would then fail on the
-    correct runs and be left out."""
+def test_no_hook_added_while_collecting_runs_in_the_collector(sampled, tmp_path):
+    """The shared check's collector calls gc.collect(), forks and calls C
+    functions through ctypes once the suite is collected.  A gc callback, an
+    at-fork handler or a ctypes errcheck the suite left would run there,
+    beside the loop that reads every run's end.  Each watcher's test would
+    then fail on the correct runs and be left out."""
     suite = tmp_path / "l7-3-rope"
     shutil.copytree(MODEL_ANSWER, suite)
-    (suite / "test_gc_callback.py").write_text(GC_CALLBACK_WATCHER)
+    for name, hook in HOOKS_IN_THE_COLLECTOR.items():
+        (suite / f"test_{name}.py").write_text(HOOK_WATCHER.format(hook=hook))
     result = check_module(ROOT, "L7.3", CheckRequest(tests=suite, course_tests=False, workers=2, fresh=True),
                           session=sampled)
     assert result.reason is None and result.rejected == [] and result.passed, (result.reason, result.rejected)
-    assert result.graded_tests == result.tests, "every test graded: the watcher among them"
+    assert result.graded_tests == result.tests, "every test graded: the watchers among them"
 
 
 @pytest.mark.slow

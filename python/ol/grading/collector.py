@@ -20,8 +20,12 @@ has run here and may have replaced any Python function or attribute (of
 bound to a local variable *before* collecting, and is a builtin or a method
 of a C type, which Python code cannot change; the loop calls no Python
 function of ours until a forked run hands over to the suite.  Sys.addaudithook
-is refused from before collection, and gc.callbacks is emptied before the
-collector's own gc.collect(), so no hook of the suite's runs here either.  What remains possible for code that writes this process's
+is refused from before collection, gc.callbacks is emptied before the
+collector's own gc.collect(), runs are forked by the C library's fork (os.fork
+would call the suite's os.register_at_fork handlers), and the ctypes functions
+bound here lose any errcheck, restype or argtypes the suite gave them: no hook
+of the suite's runs here either.  Every run starts from the same interpreter
+state, its random module's included (no at-fork handler reseeds it).  What remains possible for code that writes this process's
 memory directly (ctypes, numpy's raw memory) is in README.md: the local check
 is feedback, the instructor's isolated grade is the authority.
 
@@ -35,6 +39,7 @@ its R frame: the run joins it first.
 
 from __future__ import annotations
 
+import _ctypes
 import _signal
 import _socket
 import ctypes
@@ -63,7 +68,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     its own limit is COLLECTOR_PROCESSES times a run's, so that a run that
     forks all it may cannot stop it from forking the next run)."""
     # ---- bound before the suite's code runs; nothing else is used afterwards -------------
-    fork, kill, exit_, getuid, getgid, getpid = os.fork, os.kill, os._exit, os.getuid, os.getgid, os.getpid
+    kill, exit_, getuid, getgid, getpid = os.kill, os._exit, os.getuid, os.getgid, os.getpid
     wait4 = os.wait4
     run_head, kill_head, done_frame, sized_head = protocol.RUN_HEAD, protocol.KILL, protocol.DONE, protocol.SIZED_HEAD
     unpack_run, unpack_kill, pack_done, pack_sized = run_head.unpack_from, kill_head.unpack_from, done_frame.pack, sized_head.pack
@@ -78,8 +83,14 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     gc_collect, gc_freeze, clear_gc_callbacks = gc.collect, gc.freeze, gc.callbacks.clear
     from_bytes, to_bytes, byte_order = int.from_bytes, int.to_bytes, "little"
     libc = ctypes.CDLL(None, use_errno=True)
-    unshare, mount, prctl, capset, munmap = libc.unshare, libc.mount, libc.prctl, libc.capset, libc.munmap
-    munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+    # The C library's fork, not os.fork: os.fork runs the handlers os.register_at_fork keeps,
+    # which the suite may add while collecting and no Python code can take back out.
+    fork, unshare, mount, prctl, capset, munmap = libc.fork, libc.unshare, libc.mount, libc.prctl, libc.capset, libc.munmap
+    munmap_arguments = munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+    c_functions = (fork, unshare, mount, prctl, capset, munmap)
+    attribute = _ctypes.CFuncPtr.__dict__    # C setters: a function's errcheck or restype can be Python code
+    drop_errcheck, drop_restype = attribute["errcheck"].__delete__, attribute["restype"].__delete__
+    drop_argtypes, set_argtypes = attribute["argtypes"].__delete__, attribute["argtypes"].__set__
     max_fd = limits.open_files
     run_namespaces, run_fault = RUN_NAMESPACES, confine.RUN_FAULT
     ms_rec_private = confine.MS_REC | confine.MS_PRIVATE
@@ -92,13 +103,13 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     no_caps = (ctypes.c_uint32 * 6)()
     ancillary = socket.CMSG_SPACE(3 * 4)
     rdonly, wronly = os.O_RDONLY, os.O_WRONLY
-    limits_now = [(resource.RLIMIT_AS, resource.getrlimit(resource.RLIMIT_AS)),
-                  (resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files)),
-                  (resource.RLIMIT_FSIZE, (limits.file_size, limits.file_size)),
-                  (resource.RLIMIT_NPROC, (limits.processes, limits.processes))]
+    limits_now = ((resource.RLIMIT_AS, resource.getrlimit(resource.RLIMIT_AS)),   # tuples: the suite can reach
+                  (resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files)),    # this frame while it is
+                  (resource.RLIMIT_FSIZE, (limits.file_size, limits.file_size)),       # collected, and change
+                  (resource.RLIMIT_NPROC, (limits.processes, limits.processes)))       # what it can change
     rlimit_cpu = resource.RLIMIT_CPU
     uncatchable = (int(_signal.SIGKILL), int(_signal.SIGSTOP), *GLIBC_RESERVED_SIGNALS)
-    catchable = [n for n in range(1, int(_signal.NSIG)) if n not in uncatchable]
+    catchable = tuple(n for n in range(1, int(_signal.NSIG)) if n not in uncatchable)
     sig_dfl, sig_ign, sigpipe = int(_signal.SIG_DFL), int(_signal.SIG_IGN), int(_signal.SIGPIPE)
     uid_map = f"{getuid()} {getuid()} 1".encode()
     gid_map = f"{getgid()} {getgid()} 1".encode()
@@ -125,6 +136,11 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     set_defaults(hook, hook_defaults)
     set_code(on_xcpu, xcpu_code)
     set_defaults(on_xcpu, xcpu_defaults)
+    for function in c_functions:     # back to C: a Python errcheck or restype would run here
+        drop_errcheck(function)
+        drop_restype(function)
+        drop_argtypes(function)
+    set_argtypes(munmap, munmap_arguments)
     settrace(None)
     setprofile(None)
     for number in catchable:
