@@ -296,6 +296,38 @@ for caller in dataclasses.inspect.stack():   # up to the collector's frame, whos
 
 """,
 }
+# A builtin the collector's loop would look up by name, replaced once the collection is done
+# (pytest_collection_finish); it records the calls made from the collector's own frame.
+BUILTIN_AFTER_COLLECTION = """
+import dataclasses
+import typing
+
+os, builtins = typing.sys.modules["os"], typing.sys.modules["builtins"]
+g = getattr           # past the static check's words
+LEN_CALLERS = []
+
+
+def pytest_collection_finish(session):
+    own_len = builtins.len
+
+    def recording_len(sized):   # a call from the collector's own loop, not from collect()'s code
+        caller = g(dataclasses.inspect.currentframe(), "f_ba" + "ck")
+        if g(g(caller, "f_co" + "de"), "co_na" + "me") == "serve_collected":
+            LEN_CALLERS.append(os.getpid())
+        return own_len(sized)
+
+    builtins.len = recording_len
+"""
+BUILTIN_WATCHER = """
+import typing
+
+os = typing.sys.modules["os"]
+
+
+def test_no_builtin_of_the_suites_ran_in_the_collector():
+    conftest, = [m for m in list(typing.sys.modules.values()) if hasattr(m, "LEN_CALLERS")]
+    assert [pid for pid in conftest.LEN_CALLERS if pid != os.getpid()] == []
+"""
 HOOK_WATCHER = """
 import dataclasses
 import typing
@@ -311,15 +343,18 @@ def test_no_code_of_the_suite_ran_in_the_collector():
 
 @pytest.mark.needs_confinement
 def test_no_hook_added_while_collecting_runs_in_the_collector(sampled, tmp_path):
-    """The shared check's collector calls gc.collect(), forks and calls C
-    functions through ctypes once the suite is collected.  A gc callback, an
-    at-fork handler or a ctypes errcheck the suite left would run there,
-    beside the loop that reads every run's end.  Each watcher's test would
-    then fail on the correct runs and be left out."""
+    """The shared check's collector calls gc.collect(), forks, calls C
+    functions through ctypes and uses builtins once the suite is collected.
+    A gc callback, an at-fork handler, a ctypes errcheck or a replaced
+    builtin the suite left would run there, beside the loop that reads every
+    run's end.  Each watcher's test would then fail on the correct runs and
+    be left out."""
     suite = tmp_path / "l7-3-rope"
     shutil.copytree(MODEL_ANSWER, suite)
     for name, hook in HOOKS_IN_THE_COLLECTOR.items():
         (suite / f"test_{name}.py").write_text(HOOK_WATCHER.format(hook=hook))
+    (suite / "conftest.py").write_text(BUILTIN_AFTER_COLLECTION)
+    (suite / "test_builtin_len.py").write_text(BUILTIN_WATCHER)
     result = check_module(ROOT, "L7.3", CheckRequest(tests=suite, course_tests=False, workers=2, fresh=True),
                           session=sampled)
     assert result.reason is None and result.rejected == [] and result.passed, (result.reason, result.rejected)

@@ -82,6 +82,9 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     set_signal, settrace, setprofile, listdir = _signal.signal, sys.settrace, sys.setprofile, os.listdir
     gc_collect, gc_freeze, clear_gc_callbacks = gc.collect, gc.freeze, gc.callbacks.clear
     from_bytes, to_bytes, byte_order = int.from_bytes, int.to_bytes, "little"
+    int_, len_, range_, type_, tuple_ = int, len, range, type, tuple   # the suite may replace builtins'
+    os_error, blocking_error, value_error, runtime_error = OSError, BlockingIOError, ValueError, RuntimeError
+    exit_threads = EXIT_THREADS
     libc = ctypes.CDLL(None, use_errno=True)
     # The C library's fork, not os.fork: os.fork runs the handlers os.register_at_fork keeps,
     # which the suite may add while collecting and no Python code can take back out.
@@ -125,12 +128,22 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     sys.addaudithook(hook)
 
     collected = collect()                       # <- the suite's code runs here
-    if isinstance(collected[0], int):
+    # Code of the suite's can still run here until the collector's own gc.collect() returns: in
+    # a result collect() was made to return (its iteration, its __class__), in the finalizers of
+    # the suite's garbage.  So the result is made plain first, the garbage collected next, and
+    # only then is everything the suite could have changed put back.
+    collected = tuple_(collected)
+    if type_(collected[0]) is int_:
         problem = collected[1]
         text = (problem.get("problem", "") + "\n" + problem.get("detail", "")).encode()
-        sendall(control, pack_sized(frame_problem, len(text)) + text)
+        sendall(control, pack_sized(frame_problem, len_(text)) + text)
         return collected[0]
     items, test_ids, filed = collected
+    joined = ("\n".join(test_ids) + "\n\n" + "\n".join(filed)).encode()   # protocol.collected_ids
+    clear_gc_callbacks()   # the list the collector's gc_collect calls
+    gc_collect()
+    clear_gc_callbacks()   # and any a finalizer added
+    gc_freeze()            # the runs share the collected suite's pages instead of copying them
     # ---- from here on: only the names bound above -------------------------------------------
     set_code(hook, hook_code)
     set_defaults(hook, hook_defaults)
@@ -146,22 +159,19 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     for number in catchable:
         try:
             set_signal(number, sig_ign if number == sigpipe else sig_dfl)
-        except (OSError, ValueError, RuntimeError):
+        except (os_error, value_error, runtime_error):
             pass
-    clear_gc_callbacks()   # the list the collector itself calls: no code of the suite's runs in gc_collect
-    gc_collect()           # (finalizers of the suite's garbage may: so every check below comes after it)
-    gc_freeze()            # the runs share the collected suite's pages instead of copying them
     me = getpid()
     for entry in listdir("/proc"):             # no process started while collecting lives on
-        if entry.isdigit() and int(entry) not in (1, me):
+        if entry.isdigit() and int_(entry) not in (1, me):
             try:
-                kill(int(entry), sigkill)
-            except OSError:
+                kill(int_(entry), sigkill)
+            except os_error:
                 pass
-    if len(listdir("/proc/self/task")) != 1:
+    if len_(listdir("/proc/self/task")) != 1:
         text = b"your tests start threads while being collected (at import time); start them inside tests"
-        sendall(control, pack_sized(frame_problem, len(text)) + text)
-        return EXIT_THREADS
+        sendall(control, pack_sized(frame_problem, len_(text)) + text)
+        return exit_threads
     # Shared memory mapped while collecting would join every run: each run unmaps it.  The
     # loop below maps nothing shared, so the list read once here is every run's.
     shared = []      # (address, length) of each shared mapping
@@ -172,11 +182,10 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     close(maps)
     for line in listing.split(b"\n"):
         fields = line.split()
-        if len(fields) > 1 and fields[1][3:4] == b"s":
+        if len_(fields) > 1 and fields[1][3:4] == b"s":
             low, high = fields[0].split(b"-")
-            shared.append((int(low, 16), int(high, 16) - int(low, 16)))
-    joined = ("\n".join(test_ids) + "\n\n" + "\n".join(filed)).encode()   # protocol.collected_ids
-    sendall(control, pack_sized(frame_collected, len(joined)) + joined)
+            shared.append((int_(low, 16), int_(high, 16) - int_(low, 16)))
+    sendall(control, pack_sized(frame_collected, len_(joined)) + joined)
 
     runs = {}        # pidfd of a run's guard -> (run id, pid, status pipe or -1 once the status is in)
     statuses = {}    # status pipe -> pidfd: the guard writes the run's exit status and processor
@@ -188,13 +197,13 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
             if fd in statuses:                    # the run ended: say so now; its namespaces go away after
                 try:
                     data = read(fd, 8)
-                except BlockingIOError:           # a new pipe took the number of one closed this round
+                except blocking_error:           # a new pipe took the number of one closed this round
                     continue
                 guard = statuses.pop(fd)
                 close(fd)
                 run_id, pid, _ = runs[guard]
                 runs[guard] = (run_id, pid, -1)
-                if len(data) == 8:
+                if len_(data) == 8:
                     sendall(control, frame_done + to_bytes(run_id, 4, byte_order) + data)
                     continue
                 runs[guard] = (run_id, pid, -2)   # no status: the guard's own exit will say
@@ -208,7 +217,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                     close(pipe)
                 if pipe != -1:                    # confine.exit_code, on bound names only
                     code = (128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF
-                    sendall(control, pack_done(frame_done, run_id, code, int((usage.ru_utime + usage.ru_stime) * 1000)))
+                    sendall(control, pack_done(frame_done, run_id, code, int_((usage.ru_utime + usage.ru_stime) * 1000)))
                 continue
             if fd != control_fd:
                 continue                          # a descriptor this round already closed
@@ -217,21 +226,21 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                 return 0                          # the observer is done
             fds = []
             for _, _, cmsg in ancdata:
-                fds += [from_bytes(cmsg[i:i + 4], byte_order) for i in range(0, len(cmsg) - len(cmsg) % 4, 4)]
+                fds += [from_bytes(cmsg[i:i + 4], byte_order) for i in range_(0, len_(cmsg) - len_(cmsg) % 4, 4)]
             buffer += data
             while buffer:
                 kind = buffer[:1]
-                if kind == frame_kill and len(buffer) >= kill_size:
+                if kind == frame_kill and len_(buffer) >= kill_size:
                     victim = unpack_kill(buffer)[1]
                     buffer = buffer[kill_size:]
                     for run_id, pid, _ in runs.values():
                         if run_id == victim:
                             try:
                                 kill(pid, sigkill)
-                            except OSError:
+                            except os_error:
                                 pass
                     continue
-                if kind != frame_run or len(buffer) < run_size:
+                if kind != frame_run or len_(buffer) < run_size:
                     break
                 _, run_id, descriptors = unpack_run(buffer)
                 buffer = buffer[run_size:]
@@ -265,7 +274,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                         if first != 0:
                             _, status, usage = wait4(first, 0)   # code: confine.exit_code, inline
                             code = (128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF
-                            cpu_ms = int((usage.ru_utime + usage.ru_stime) * 1000)
+                            cpu_ms = int_((usage.ru_utime + usage.ru_stime) * 1000)
                             write(status_write, to_bytes(code, 4, byte_order, signed=True)
                                   + to_bytes(cpu_ms, 4, byte_order))
                             exit_(code)
