@@ -250,6 +250,8 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                 status_read, status_write = make_pipe()
                 set_blocking(status_read, False)
                 pid = fork()
+                if pid < 0:
+                    raise os_error("the collector could not fork a run (fork returned -1)")
                 if pid == 0:
                     # ---- one run: fresh namespaces of its own, then the suite --------------
                     code = run_fault
@@ -271,6 +273,8 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                             if mount(source, target, kind_, flags, options) != 0:
                                 exit_(run_fault)
                         first = fork()    # the run itself, pid 1 of its own pid namespace (confine._run)
+                        if first < 0:     # the C library's fork says so by -1 where os.fork raised
+                            exit_(run_fault)
                         if first != 0:
                             _, status, usage = wait4(first, 0)   # code: confine.exit_code, inline
                             code = (128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF
