@@ -245,10 +245,10 @@ OUTLIVES_ITS_SHARE = """
 @pytest.mark.parametrize("sharing", ["shared", "isolated"])
 def test_a_run_that_reaches_its_time_limit_is_a_timeout_every_time(sharing, tmp_path):
     """An endless test on every correct run, ten times over: each run is a
-    timeout, never "signal 9".  The reference's
-    three runs a round (no alternate): what is tested is each run's end.  The
-    test outlives its own share of the run's time (it catches the OverTime
-    that ends it there), so the run's limit is what stops it."""
+    timeout, never "signal 9".  The reference's three runs a round (no
+    alternate): what is tested is each run's end.  The test outlives its own
+    share of the run's time (it catches the OverTime that ends it there), so
+    the run's limit is what stops it."""
     suite = write_suite(tmp_path / "l7-3-rope", OUTLIVES_ITS_SHARE)
     session = GradingSession(ROOT, "L7.3")
     session.alternates = ()

@@ -20,14 +20,15 @@ has run here and may have replaced any Python function or attribute (of
 bound to a local variable *before* collecting, and is a builtin or a method
 of a C type, which Python code cannot change; the loop calls no Python
 function of ours until a forked run hands over to the suite.  Sys.addaudithook
-is refused from before collection, gc.callbacks is emptied before the
+is refused from before collection, gc.callbacks is emptied around the
 collector's own gc.collect(), runs are forked by the C library's fork (os.fork
 would call the suite's os.register_at_fork handlers), and the ctypes functions
 bound here lose any errcheck, restype or argtypes the suite gave them: no hook
 of the suite's runs here either.  Every run starts from the same interpreter
-state, its random module's included (no at-fork handler reseeds it).  What remains possible for code that writes this process's
-memory directly (ctypes, numpy's raw memory) is in README.md: the local check
-is feedback, the instructor's isolated grade is the authority.
+state, its random module's included (no at-fork handler reseeds it).  What
+remains possible for code that writes this process's memory directly (ctypes,
+numpy's raw memory) is in README.md: the local check is feedback, the
+instructor's isolated grade is the authority.
 
 Frames: ol.grading.protocol defines them (R, K from the observer; C, P, D
 from here) and reads them on the observer's side.  This loop cannot call
@@ -88,7 +89,8 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     libc = ctypes.CDLL(None, use_errno=True)
     # The C library's fork, not os.fork: os.fork runs the handlers os.register_at_fork keeps,
     # which the suite may add while collecting and no Python code can take back out.
-    fork, unshare, mount, prctl, capset, munmap = libc.fork, libc.unshare, libc.mount, libc.prctl, libc.capset, libc.munmap
+    fork, unshare, mount = libc.fork, libc.unshare, libc.mount
+    prctl, capset, munmap = libc.prctl, libc.capset, libc.munmap
     munmap_arguments = munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
     c_functions = (fork, unshare, mount, prctl, capset, munmap)
     attribute = _ctypes.CFuncPtr.__dict__    # C setters: a function's errcheck or restype can be Python code
