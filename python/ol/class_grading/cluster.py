@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ol.errors import OlError
 from ol.class_grading.one import GradeRecord
+from ol.class_grading.processes import POLL
 
 CHECKOUT, CACHE = "checkout", "mutant-cache"
 
@@ -66,7 +67,7 @@ def grade_on_ray(address: str, staging: Path, ol_package: Path, module_id: str, 
                    for student, files in jobs}
         try:
             while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1)
+                ready, _ = ray.wait(list(pending), num_returns=1, timeout=POLL)   # awake: see processes.py
                 for ref in ready:
                     student = pending.pop(ref)
                     try:

@@ -31,7 +31,7 @@ import os
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 
@@ -238,7 +238,7 @@ def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, con
                          on_done=lambda record: finish(record.student, record))
         return
     from ol.class_grading.one import grade_one
-    from ol.class_grading.processes import CheckProcesses
+    from ol.class_grading.processes import CheckProcesses, completed_awake
 
     processes = CheckProcesses()
     with tempfile.TemporaryDirectory(prefix="ol-grade-") as scratch:
@@ -252,7 +252,7 @@ def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, con
 
         try:
             futures = {pool.submit(one, files): digest for digest, (files, _) in groups.items()}
-            for future in as_completed(futures):
+            for future in completed_awake(futures):
                 try:
                     result = future.result()
                 except Exception as error:  # noqa: BLE001 (one submission's fault is its own row, never the class's)

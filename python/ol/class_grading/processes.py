@@ -13,6 +13,12 @@ run() then waiting on that check raises Interrupted at once, never a
 record: an ended check is no grade.  After stop(), run() starts nothing.
 An exception raised in the waiting thread itself (a cancelled Ray task
 gets KeyboardInterrupt there) ends its check the same way.
+
+The main thread waits for the checks with completed_awake(), never a
+blocking as_completed(): the kernel may hand a process-directed SIGINT or
+SIGTERM to a worker thread, and Python runs the handler only when the main
+thread next executes bytecode, so a main thread blocked on a lock would hear
+the signal only when some check ends (seconds to minutes later).
 """
 
 from __future__ import annotations
@@ -22,10 +28,22 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 
 STOP_GRACE = 2.0        # seconds a check has to end its sandboxes after SIGTERM
 KILL_WAIT = 1.0         # seconds to reap it after SIGKILL
 POLL = 0.2              # how often a waiting run() looks whether the grading is stopping
+
+
+def completed_awake(futures: Iterable[Future]) -> Iterator[Future]:
+    """Each future as it completes, as concurrent.futures.as_completed, but the
+    calling thread wakes every POLL seconds, so a signal's handler runs in it
+    within POLL whichever thread the kernel delivered the signal to."""
+    pending = set(futures)
+    while pending:
+        done, pending = wait(pending, timeout=POLL, return_when=FIRST_COMPLETED)
+        yield from done
 
 
 class Interrupted(Exception):
