@@ -56,7 +56,7 @@ from hypothesis import strategies as st
 
 from kit import (ROOT, copy_checkout, explain, kill_group, processes_with, run_ol, sampled_home,
                  sigint_as_at_a_terminal, snapshot, SANDBOX_PACKAGES, virtual_environment)
-from ol.grading import confine, protocol, scheduler
+from ol.grading import clone, confine, protocol, scheduler
 from ol.grading.check import CheckRequest, check_module
 from ol.grading.scheduler import Run
 from ol.grading.protocol import RunRequest
@@ -328,6 +328,53 @@ def test_no_builtin_of_the_suites_ran_in_the_collector():
     conftest, = [m for m in list(typing.sys.modules.values()) if hasattr(m, "LEN_CALLERS")]
     assert [pid for pid in conftest.LEN_CALLERS if pid != os.getpid()] == []
 """
+# Shared memory mapped while collecting, with ctypes' pointer conversion replaced so that the
+# collector's munmap, which every run makes before the suite's tests, would be handed another address.
+SHARED_MEMORY_WATCHER = """
+import typing
+
+import numpy as np
+import numpy.ctypeslib
+
+g = getattr           # past the static check's words
+SHARED = g(np, "mem" + "map")("/tmp/ol-marks.bin", dtype=np.uint8, mode="w+", shape=(4096,))
+pointer = numpy.ctypeslib.ctypes.c_void_p
+KEPT, convert = SHARED.ctypes.data, pointer.from_param
+
+
+def elsewhere(cls, address):
+    return convert(0 if address == KEPT else address)
+
+
+pointer.from_param = classmethod(elsewhere)
+
+
+def test_no_run_finds_the_mark_of_another():
+    with g(typing.sys.modules["builtins"], "op" + "en")("/proc/self/maps") as maps:
+        if "ol-marks.bin" not in maps.read():
+            return              # unmapped, as in every run
+    seen, SHARED[0] = int(SHARED[0]), 1
+    assert seen == 0
+"""
+# Every ctypes array of six words in the collector's frame (the capabilities it leaves a run) filled
+# with ones, while collecting: capset would then keep every capability of the run's user namespace.
+CAPABILITIES_WATCHER = """
+import dataclasses
+import typing
+
+g = getattr           # past the static check's words
+for caller in dataclasses.inspect.stack():
+    for value in list(g(caller.frame, "f_lo" + "cals").values()):
+        if g(value, "_length_", None) == 6 and hasattr(value, "_type_"):
+            for word in range(6):
+                value[word] = 0xFFFFFFFF
+
+
+def test_a_run_holds_no_capability():
+    with g(typing.sys.modules["builtins"], "op" + "en")("/proc/self/status") as status:
+        effective, = [line for line in status if line.startswith("CapEff:")]
+    assert int(effective.split()[1], 16) == 0
+"""
 HOOK_WATCHER = """
 import dataclasses
 import typing
@@ -347,7 +394,9 @@ def test_no_hook_added_while_collecting_runs_in_the_collector(sampled, tmp_path)
     functions through ctypes and uses builtins once the suite is collected.
     A gc callback, an at-fork handler, a ctypes errcheck or a replaced
     builtin the suite left would run there, beside the loop that reads every
-    run's end.  Each watcher's test would then fail on the correct runs and
+    run's end; a replaced ctypes conversion would keep shared memory mapped
+    in every run, and changed ctypes arrays would leave it capabilities.
+    Each watcher's test would then fail on the correct runs and
     be left out."""
     suite = tmp_path / "l7-3-rope"
     shutil.copytree(MODEL_ANSWER, suite)
@@ -355,10 +404,30 @@ def test_no_hook_added_while_collecting_runs_in_the_collector(sampled, tmp_path)
         (suite / f"test_{name}.py").write_text(HOOK_WATCHER.format(hook=hook))
     (suite / "conftest.py").write_text(BUILTIN_AFTER_COLLECTION)
     (suite / "test_builtin_len.py").write_text(BUILTIN_WATCHER)
+    (suite / "test_shared_memory.py").write_text(SHARED_MEMORY_WATCHER)
+    (suite / "test_capabilities.py").write_text(CAPABILITIES_WATCHER)
     result = check_module(ROOT, "L7.3", CheckRequest(tests=suite, course_tests=False, workers=2, fresh=True),
                           session=sampled)
     assert result.reason is None and result.rejected == [] and result.passed, (result.reason, result.rejected)
     assert result.graded_tests == result.tests, "every test graded: the watchers among them"
+
+
+@pytest.mark.needs_confinement
+def test_the_collector_can_clone_its_runs_where_the_thread_block_holds_the_id(monkeypatch):
+    """clone.usable() forks a child that compares the word clone.tid_field()
+    found with its own id: here it is the id, and any other word is refused
+    (the shared check would then be isolated)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    address = clone.tid_field(libc)
+    assert ctypes.c_int32.from_address(address).value == threading.get_native_id()
+    assert clone.usable() == (True, "")
+    monkeypatch.setattr(clone, "tid_field", lambda libc: address - 4)
+    clone.usable.cache_clear()
+    try:
+        usable, why = clone.usable()
+    finally:
+        clone.usable.cache_clear()
+    assert not usable and "did not find its own id" in why, why
 
 
 @pytest.mark.slow

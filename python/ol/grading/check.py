@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ol.errors import OlError
-from ol.grading import confine
+from ol.grading import clone, confine
 from ol.grading.collector_link import SuiteBroke
 from ol.grading.sandbox import SandboxFault
 from ol.grading.features import feature_floors
@@ -218,8 +218,9 @@ def check_module(root: Path, module_id: str, request: CheckRequest = CheckReques
       (OlError "refusing to grade unconfined"), and otherwise announced to
       on_event as {"event": "unconfined", "why": ...}: feedback only;
     - sharing: "shared" (the suite collected once: the student's fast local
-      check) only when confined and neither isolated nor requiring
-      confinement; "isolated" (every run collects it afresh: the
+      check) only when confined, neither isolated nor requiring
+      confinement, and where the collector can clone3 its runs
+      (clone.usable()); "isolated" (every run collects it afresh: the
       instructor's grade) otherwise;
     - the verdict cache (ol.grading.recheck: a re-check runs only what an
       edit can change): read and written only by a shared check that is not
@@ -231,7 +232,8 @@ def check_module(root: Path, module_id: str, request: CheckRequest = CheckReques
     require_confinement(confinement, why, allowed=not request.require_confinement and request.confinement == "auto")
     if confinement == confine.UNCONFINED and on_event is not None:
         on_event({"event": "unconfined", "why": why})
-    isolated = request.isolated or request.require_confinement or confinement != confine.CONFINED
+    isolated = (request.isolated or request.require_confinement or confinement != confine.CONFINED
+                or not clone.usable()[0])
     session = session or GradingSession(root, module_id)
     verdicts = None if isolated or request.fresh else (
         request.verdicts or session.root / ".ol" / "verdicts" / f"{session.module.id}.json")

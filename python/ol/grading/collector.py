@@ -21,10 +21,11 @@ bound to a local variable *before* collecting, and is a builtin or a method
 of a C type, which Python code cannot change; the loop calls no Python
 function of ours until a forked run hands over to the suite.  Sys.addaudithook
 is refused from before collection, gc.callbacks is emptied around the
-collector's own gc.collect(), runs are forked by the C library's fork (os.fork
-would call the suite's os.register_at_fork handlers), and the ctypes functions
-bound here lose any errcheck, restype or argtypes the suite gave them: no hook
-of the suite's runs here either.  Every run starts from the same interpreter
+collector's own gc.collect(), runs are forked by clone3 through the C
+library (os.fork would call the suite's os.register_at_fork handlers), the
+ctypes functions bound here lose any errcheck, restype or argtypes the suite
+gave them, and what they are given is bytes or ints, never a ctypes object the
+suite could change: no hook of the suite's runs here either.  Every run starts from the same interpreter
 state, its random module's included (no at-fork handler reseeds it).  What
 remains possible for code that writes this process's memory directly (ctypes,
 numpy's raw memory) is in README.md: the local check is feedback, the
@@ -49,9 +50,10 @@ import os
 import resource
 import select
 import socket
+import struct
 import sys
 
-from ol.grading import confine, protocol
+from ol.grading import clone, confine, protocol
 
 EXIT_THREADS = protocol.EXIT_THREADS
 COLLECTOR_PROCESSES = 16   # the collector's process limit, in runs' (a run's is Limits.processes)
@@ -77,25 +79,29 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     frame_run, frame_kill, frame_done = protocol.FRAME_RUN, protocol.FRAME_KILL, protocol.FRAME_DONE
     frame_collected, frame_problem = protocol.FRAME_COLLECTED, protocol.FRAME_PROBLEM
     open_, read, write, close, dup, dup2, closerange = os.open, os.read, os.write, os.close, os.dup, os.dup2, os.closerange
-    make_pipe, set_blocking = os.pipe, os.set_blocking
     pidfd_open, wait_readable, setrlimit = os.pidfd_open, select.select, resource.setrlimit
     recvmsg, sendall = _socket.socket.recvmsg, _socket.socket.sendall
     set_signal, settrace, setprofile, listdir = _signal.signal, sys.settrace, sys.setprofile, os.listdir
     gc_collect, gc_freeze, clear_gc_callbacks = gc.collect, gc.freeze, gc.callbacks.clear
-    from_bytes, to_bytes, byte_order = int.from_bytes, int.to_bytes, "little"
+    from_bytes, byte_order = int.from_bytes, "little"
     int_, len_, range_, type_, tuple_ = int, len, range, type, tuple   # the suite may replace builtins'
-    os_error, blocking_error, value_error, runtime_error = OSError, BlockingIOError, ValueError, RuntimeError
+    os_error, value_error, runtime_error = OSError, ValueError, RuntimeError
     exit_threads = EXIT_THREADS
     libc = ctypes.CDLL(None, use_errno=True)
-    # The C library's fork, not os.fork: os.fork runs the handlers os.register_at_fork keeps,
-    # which the suite may add while collecting and no Python code can take back out.
-    fork, unshare, mount = libc.fork, libc.unshare, libc.mount
-    prctl, capset, munmap = libc.prctl, libc.capset, libc.munmap
-    munmap_arguments = munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
-    c_functions = (fork, unshare, mount, prctl, capset, munmap)
+    # clone3, not fork: each run starts in its own namespaces, pid 1 of its pid namespace, with no
+    # process between it and this loop (clone.py).  Not os.fork either: os.fork runs the handlers
+    # os.register_at_fork keeps, which the suite may add while collecting and no Python code can
+    # take back out.
+    syscall, mount, prctl, capset = libc.syscall, libc.mount, libc.prctl, libc.capset
+    clone_arguments = clone.arguments(RUN_NAMESPACES, clone.tid_field(libc))
+    sys_clone3, clone_size = clone.SYS_CLONE3, clone.ARGUMENTS.size
+    # munmap's addresses need 64 bits, so it takes argument types; a prototype's are converted by
+    # what its class was built with, here, never by a class attribute the suite could replace.
+    munmap = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t)(("munmap", libc))
+    c_functions = (syscall, mount, prctl, capset, munmap)
     attribute = _ctypes.CFuncPtr.__dict__    # C setters: a function's errcheck or restype can be Python code
     drop_errcheck, drop_restype = attribute["errcheck"].__delete__, attribute["restype"].__delete__
-    drop_argtypes, set_argtypes = attribute["argtypes"].__delete__, attribute["argtypes"].__set__
+    drop_argtypes = attribute["argtypes"].__delete__
     max_fd = limits.open_files
     run_namespaces, run_fault = RUN_NAMESPACES, confine.RUN_FAULT
     ms_rec_private = confine.MS_REC | confine.MS_PRIVATE
@@ -104,8 +110,8 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     ms_proc = confine.MS_NOSUID | confine.MS_NODEV | confine.MS_NOEXEC
     run_cpu_seconds = limits.cpu_seconds     # the same for every run: a run can read its own limits
     sigkill = int(_signal.SIGKILL)
-    cap_header = (ctypes.c_uint32 * 2)(confine.CAP_VERSION_3, 0)
-    no_caps = (ctypes.c_uint32 * 6)()
+    cap_header = struct.pack("=II", confine.CAP_VERSION_3, 0)    # bytes: the suite cannot change them
+    no_caps = bytes(24)
     ancillary = socket.CMSG_SPACE(3 * 4)
     rdonly, wronly = os.O_RDONLY, os.O_WRONLY
     limits_now = ((resource.RLIMIT_AS, resource.getrlimit(resource.RLIMIT_AS)),   # tuples: the suite can reach
@@ -155,7 +161,6 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
         drop_errcheck(function)
         drop_restype(function)
         drop_argtypes(function)
-    set_argtypes(munmap, munmap_arguments)
     settrace(None)
     setprofile(None)
     for number in catchable:
@@ -189,37 +194,17 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
             shared.append((int_(low, 16), int_(high, 16) - int_(low, 16)))
     sendall(control, pack_sized(frame_collected, len_(joined)) + joined)
 
-    runs = {}        # pidfd of a run's guard -> (run id, pid, status pipe or -1 once the status is in)
-    statuses = {}    # status pipe -> pidfd: the guard writes the run's exit status and processor
-                     # milliseconds (i32, u32) there as soon as it has them
+    runs = {}        # pidfd of a run -> (run id, pid)
     buffer = b""
     while True:
-        ready = wait_readable([control_fd, *runs, *statuses], [], [])[0]
+        ready = wait_readable([control_fd, *runs], [], [])[0]
         for fd in ready:
-            if fd in statuses:                    # the run ended: say so now; its namespaces go away after
-                try:
-                    data = read(fd, 8)
-                except blocking_error:           # a new pipe took the number of one closed this round
-                    continue
-                guard = statuses.pop(fd)
-                close(fd)
-                run_id, pid, _ = runs[guard]
-                runs[guard] = (run_id, pid, -1)
-                if len_(data) == 8:
-                    sendall(control, frame_done + to_bytes(run_id, 4, byte_order) + data)
-                    continue
-                runs[guard] = (run_id, pid, -2)   # no status: the guard's own exit will say
-                continue
-            if fd in runs:
-                run_id, pid, pipe = runs.pop(fd)
+            if fd in runs:                        # the run ended, and its pid namespace with it
+                run_id, pid = runs.pop(fd)
                 _, status, usage = wait4(pid, 0)
                 close(fd)
-                if pipe >= 0:                     # the guard ended before it could tell
-                    statuses.pop(pipe, None)
-                    close(pipe)
-                if pipe != -1:                    # confine.exit_code, on bound names only
-                    code = (128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF
-                    sendall(control, pack_done(frame_done, run_id, code, int_((usage.ru_utime + usage.ru_stime) * 1000)))
+                code = (128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF   # confine.exit_code
+                sendall(control, pack_done(frame_done, run_id, code, int_((usage.ru_utime + usage.ru_stime) * 1000)))
                 continue
             if fd != control_fd:
                 continue                          # a descriptor this round already closed
@@ -235,10 +220,10 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                 if kind == frame_kill and len_(buffer) >= kill_size:
                     victim = unpack_kill(buffer)[1]
                     buffer = buffer[kill_size:]
-                    for run_id, pid, _ in runs.values():
+                    for run_id, pid in runs.values():
                         if run_id == victim:
                             try:
-                                kill(pid, sigkill)
+                                kill(pid, sigkill)    # pid 1 of its namespace: every process it left goes too
                             except os_error:
                                 pass
                     continue
@@ -249,19 +234,15 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                 channel, notes = fds[0], fds[1]
                 memory = fds[2] if descriptors > 2 else -1
                 fds = fds[descriptors:]
-                status_read, status_write = make_pipe()
-                set_blocking(status_read, False)
-                pid = fork()
+                pid = syscall(sys_clone3, clone_arguments, clone_size)
                 if pid < 0:
-                    raise os_error("the collector could not fork a run (fork returned -1)")
+                    raise os_error("the collector could not fork a run (clone3 returned -1)")
                 if pid == 0:
-                    # ---- one run: fresh namespaces of its own, then the suite --------------
+                    # ---- one run, pid 1 of fresh namespaces of its own; then the suite ---------
                     code = run_fault
                     try:
                         if memory >= 0:                   # the run's memory group, before anything else
                             write(memory, b"0")
-                        if unshare(run_namespaces) != 0:
-                            exit_(run_fault)
                         for path, text in ((b"/proc/self/setgroups", b"deny"), (b"/proc/self/uid_map", uid_map),
                                            (b"/proc/self/gid_map", gid_map)):
                             fd = open_(path, wronly)
@@ -274,17 +255,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                         ):  # the sandbox's files are read-only already: the collector's own confinement made it so
                             if mount(source, target, kind_, flags, options) != 0:
                                 exit_(run_fault)
-                        first = fork()    # the run itself, pid 1 of its own pid namespace (confine._run)
-                        if first < 0:     # the C library's fork says so by -1 where os.fork raised
-                            exit_(run_fault)
-                        if first != 0:
-                            _, status, usage = wait4(first, 0)   # code: confine.exit_code, inline
-                            code = (128 + (status & 0x7F)) if status & 0x7F else (status >> 8) & 0xFF
-                            cpu_ms = int_((usage.ru_utime + usage.ru_stime) * 1000)
-                            write(status_write, to_bytes(code, 4, byte_order, signed=True)
-                                  + to_bytes(cpu_ms, 4, byte_order))
-                            exit_(code)
-                        prctl(pr_set_pdeathsig, sigkill, 0, 0, 0)   # SIGKILL when its guard goes
+                        prctl(pr_set_pdeathsig, sigkill, 0, 0, 0)   # SIGKILL when this loop goes
                         # a /proc of its own pid namespace: no run sees another's processes
                         if mount(b"proc", b"/proc", b"proc", ms_proc, None) != 0:
                             exit_(run_fault)
@@ -312,10 +283,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                 close(notes)
                 if memory >= 0:
                     close(memory)
-                close(status_write)
-                guard = pidfd_open(pid)
-                runs[guard] = (run_id, pid, status_read)
-                statuses[status_read] = guard
+                runs[pidfd_open(pid)] = (run_id, pid)
 
 
 def _out_of_processor_time(signum, frame, exit_=os._exit, code=128 + int(_signal.SIGXCPU)) -> None:
