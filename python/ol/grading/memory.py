@@ -17,7 +17,10 @@ killer ends the run (signal 9).  Runs of one slot follow each other, never
 overlap.  A run can read its group's path (/proc/self/cgroup), so a group
 is renamed before each run to a name no run has seen: a name kept by the
 slot would tell a run which slot it runs in, and that depends on when
-earlier runs ended (README.md: no channel the grader opens itself).
+earlier runs ended (README.md: no channel the grader opens itself).  A
+variant of the course's own (the reference, a mutant) reads no group name
+and tells its tests nothing but what its functions return, so its group
+keeps its name (a rename costs the observer half a millisecond).
 
 Elsewhere (a container without delegation, not root):
 
@@ -63,11 +66,14 @@ class MemoryBound:
                 return cls(limit, f"cgroup {version}", groups, fds)
         return cls(limit, "processes x address space" if per_user else "address space", [], [])
 
-    def join_fd(self, slot: int) -> int:
+    def join_fd(self, slot: int, *, renamed: bool = True) -> int:
         """The descriptor the next run of `slot` joins its group by, the
-        group renamed first (a fresh name: nothing of the slot)."""
+        group renamed first (a fresh name: nothing of the slot) unless not
+        `renamed`: for a variant of the course's own, which never reads it."""
         if not 0 <= slot < len(self.fds):
             return -1
+        if not renamed:
+            return self.fds[slot]
         fresh = self.groups[slot].with_name(_group_name())
         self.groups[slot].rename(fresh)   # the open cgroup.procs follows it
         self.groups[slot] = fresh

@@ -149,8 +149,8 @@ class Scheduler:
         self.beside_outcomes: dict[int, Outcome] = {}
 
 
-    def memory_fd(self, index: int) -> int:
-        return self.memory.join_fd(index) if self.memory is not None else -1
+    def memory_fd(self, index: int, *, renamed: bool = True) -> int:
+        return self.memory.join_fd(index, renamed=renamed) if self.memory is not None else -1
 
     def memory_bound(self) -> str:
         """Which memory bound is in force (ol.grading.memory)."""
@@ -301,7 +301,7 @@ class Scheduler:
         impl_end = tests_end = None
         try:
             impl_end = impl.start_run(dataclasses.replace(run.impl, cpu_seconds=run.cpu_seconds), ours,
-                                      self.users.draw(), self.memory_fd(impl_slot(slot)))
+                                      self.users.draw(), self.memory_fd(impl_slot(slot), renamed=not run.impl.trusted))
             if self.sharing == "shared" and request.task == "grade":
                 side = self._collector(tests, run)
                 if side.problem == {"problem": "isolate"}:
