@@ -375,6 +375,19 @@ def test_a_run_holds_no_capability():
         effective, = [line for line in status if line.startswith("CapEff:")]
     assert int(effective.split()[1], 16) == 0
 """
+# A run's memory group as /proc/self/cgroup gives it: the root of its own cgroup namespace, the
+# same for every run, so its path tells no run which slot it runs in.
+MEMORY_GROUP_WATCHER = """
+import typing
+
+g = getattr           # past the static check's words
+
+
+def test_a_runs_memory_group_is_the_root_of_its_own():
+    with g(typing.sys.modules["builtins"], "op" + "en")("/proc/self/cgroup") as groups:
+        paths = [line.strip().split(":", 2)[2] for line in groups if ":memory:" in line or line.startswith("0::")]
+    assert paths and set(paths) == {"/"}, paths
+"""
 HOOK_WATCHER = """
 import dataclasses
 import typing
@@ -395,8 +408,8 @@ def test_no_hook_added_while_collecting_runs_in_the_collector(sampled, tmp_path)
     A gc callback, an at-fork handler, a ctypes errcheck or a replaced
     builtin the suite left would run there, beside the loop that reads every
     run's end; a replaced ctypes conversion would keep shared memory mapped
-    in every run, and changed ctypes arrays would leave it capabilities.
-    Each watcher's test would then fail on the correct runs and
+    in every run, and changed ctypes arrays would leave it capabilities; a
+    memory group's name would tell a run its slot.  Each watcher's test would then fail on the correct runs and
     be left out."""
     suite = tmp_path / "l7-3-rope"
     shutil.copytree(MODEL_ANSWER, suite)
@@ -406,6 +419,7 @@ def test_no_hook_added_while_collecting_runs_in_the_collector(sampled, tmp_path)
     (suite / "test_builtin_len.py").write_text(BUILTIN_WATCHER)
     (suite / "test_shared_memory.py").write_text(SHARED_MEMORY_WATCHER)
     (suite / "test_capabilities.py").write_text(CAPABILITIES_WATCHER)
+    (suite / "test_memory_group.py").write_text(MEMORY_GROUP_WATCHER)
     result = check_module(ROOT, "L7.3", CheckRequest(tests=suite, course_tests=False, workers=2, fresh=True),
                           session=sampled)
     assert result.reason is None and result.rejected == [] and result.passed, (result.reason, result.rejected)

@@ -7,7 +7,8 @@ which runs the suite's code in this process, then forks one run per request.
 Each run starts from the state right after collection, the same for every
 run, gets the same request (every test, in the suite's order: the observer
 stops a run it has heard enough from), and gets new user, mount, network,
-IPC and pid namespaces with a /proc of its own, a fresh /tmp and /dev/shm,
+IPC, pid and cgroup namespaces (the last rooted at its memory group, whose
+name it cannot see) with a /proc of its own, a fresh /tmp and /dev/shm,
 its capabilities dropped, and only its own two descriptors
 (the channel to its implementation and its notes to the observer); shared
 memory mapped while collecting is unmapped, and every process started while
@@ -92,18 +93,18 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     # process between it and this loop (clone.py).  Not os.fork either: os.fork runs the handlers
     # os.register_at_fork keeps, which the suite may add while collecting and no Python code can
     # take back out.
-    syscall, mount, prctl, capset = libc.syscall, libc.mount, libc.prctl, libc.capset
+    syscall, unshare, mount, prctl, capset = libc.syscall, libc.unshare, libc.mount, libc.prctl, libc.capset
     clone_arguments = clone.arguments(RUN_NAMESPACES, clone.tid_field(libc))
     sys_clone3, clone_size = clone.SYS_CLONE3, clone.ARGUMENTS.size
     # munmap's addresses need 64 bits, so it takes argument types; a prototype's are converted by
     # what its class was built with, here, never by a class attribute the suite could replace.
     munmap = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t)(("munmap", libc))
-    c_functions = (syscall, mount, prctl, capset, munmap)
+    c_functions = (syscall, unshare, mount, prctl, capset, munmap)
     attribute = _ctypes.CFuncPtr.__dict__    # C setters: a function's errcheck or restype can be Python code
     drop_errcheck, drop_restype = attribute["errcheck"].__delete__, attribute["restype"].__delete__
     drop_argtypes = attribute["argtypes"].__delete__
     max_fd = limits.open_files
-    run_namespaces, run_fault = RUN_NAMESPACES, confine.RUN_FAULT
+    run_namespaces, run_fault, cgroup_namespace = RUN_NAMESPACES, confine.RUN_FAULT, confine.CLONE_NEWCGROUP
     ms_rec_private = confine.MS_REC | confine.MS_PRIVATE
     ms_tmp, ms_shm = confine.MS_NOSUID | confine.MS_NODEV, confine.MS_NOSUID | confine.MS_NODEV | confine.MS_NOEXEC
     pr_set_pdeathsig = confine.PR_SET_PDEATHSIG
@@ -243,6 +244,8 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
                     try:
                         if memory >= 0:                   # the run's memory group, before anything else
                             write(memory, b"0")
+                        if unshare(cgroup_namespace) != 0:    # rooted at that group: its path reads "/"
+                            exit_(run_fault)
                         for path, text in ((b"/proc/self/setgroups", b"deny"), (b"/proc/self/uid_map", uid_map),
                                            (b"/proc/self/gid_map", gid_map)):
                             fd = open_(path, wronly)

@@ -76,7 +76,7 @@ RUNTIME = "/opt/tinyllm-ol"   # inside the sandbox: the `ol` package, read-only
 # <sys/mount.h>, <linux/prctl.h> and <linux/capability.h> define them (public:
 # the collector binds them before the suite's code runs)
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP = 0x20000000, 0x40000000, 0x02000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 CLONE_NEWUSER = 0x10000000

@@ -19,8 +19,10 @@ is renamed before each run to a name no run has seen: a name kept by the
 slot would tell a run which slot it runs in, and that depends on when
 earlier runs ended (README.md: no channel the grader opens itself).  A
 variant of the course's own (the reference, a mutant) reads no group name
-and tells its tests nothing but what its functions return, so its group
-keeps its name (a rename costs the observer half a millisecond).
+and tells its tests nothing but what its functions return, and a run the
+shared check's collector forks is in a cgroup namespace rooted at its group
+(its path reads "/"): their groups keep their names (a rename costs the
+observer half a millisecond).
 
 Elsewhere (a container without delegation, not root):
 

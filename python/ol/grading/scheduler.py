@@ -313,7 +313,9 @@ class Scheduler:
                     item.impl_stop_sent = True
                     impl_end.stop()
                     return item
-            tests_end = side.start_run(request, theirs, self.users.draw(), self.memory_fd(tests_slot(slot)))
+            # a run of the collector's sees its group as the root of a cgroup namespace of its own
+            tests_end = side.start_run(request, theirs, self.users.draw(),
+                                       self.memory_fd(tests_slot(slot), renamed=side is tests))
         except BaseException:
             for end in (impl_end, tests_end):
                 if end is not None:
