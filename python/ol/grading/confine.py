@@ -375,32 +375,19 @@ def run_confined(body, *, confinement: str, user: int, limits: Limits, keep_fds:
         os._exit(code)
 
 
-def run_plain(body, *, limits: Limits, keep_fds: dict[int, int], report_fd: int, memory_fd: int = -1) -> int:
-    """Fork a guard and, below it, one process for trusted code (a variant
-    of the course's own module): resource limits, its slot's memory group
-    and only the kept descriptors, no namespaces.  The guard reports and
-    stops it on report_fd as run_confined's does.  Returns the guard's pid."""
-    guard = os.fork()
-    if guard:
-        return guard
-    code = RUN_FAULT
+def become_plain_run(body, *, limits: Limits, keep_fds: dict[int, int], memory_fd: int = -1) -> None:
+    """In a process forked for trusted code (a variant of the course's own),
+    which ol.grading.reporter watches: its slot's memory group, resource
+    limits and only the kept descriptors, no namespaces; then body(kept
+    descriptors), and exit with its return value.  Never returns."""
+    status = RUN_FAULT
     try:
-        child = os.fork()
-        if child == 0:
-            status = RUN_FAULT
-            try:
-                join_memory_group(memory_fd)
-                _set_limits(limits, user_of_its_own=False)
-                signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-                status = body(move_fds(keep_fds))
-            finally:
-                os._exit(status)
-        _report(report_fd, *watch(child, report_fd))
-        code = 0
-    except BaseException as error:
-        _report_fault(report_fd, error)
+        join_memory_group(memory_fd)
+        _set_limits(limits, user_of_its_own=False)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        status = body(move_fds(keep_fds))
     finally:
-        os._exit(code)
+        os._exit(status)
 
 
 def join_memory_group(memory_fd: int) -> None:

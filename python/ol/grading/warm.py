@@ -25,6 +25,11 @@ user and temporary folder, which it needs to clean up after the run:
 This is the root side of a run, not its guard: a run that outlives its guard
 (setsid, a double fork) is still found by its user.
 
+A run of a variant of the course's own (trusted: nothing to confine) has no
+guard: it is forked beside this process, as a child of its parent, the
+reporter (ol.grading.reporter), which reaps it, stops it and tells the
+observer how it ended; the reporter never forks a run.
+
 Messages (ol.grading.wire; the descriptors travel as SCM_RIGHTS):
     -> {"op": "setup", ...}          <- {"event": "ready"} | {"event": "fault"}
     -> {"op": "run", ...}            (protocol.RunRequest) with the run's channel, its notes
@@ -48,6 +53,9 @@ from ol.grading.roles import CHANNEL_FD, NOTES_FD, Role, traceback_text
 def main(control_fd: int) -> None:
     from ol.grading.wire import PeerGone, WireError, recv_message, send_message
 
+    from ol.grading import reporter
+
+    link = reporter.start(control_fd)   # from here on this process is the reporter's child
     control = socket.socket(fileno=control_fd)
     try:
         header, buffers = recv_message(control)
@@ -59,7 +67,7 @@ def main(control_fd: int) -> None:
         _send_safely(control, {"event": "fault", "detail": f"setup failed: {traceback_text(error)}"})
         os._exit(1)
     send_message(control, {"event": "ready", "pid": os.getpid()})
-    loop = Loop(control, role)
+    loop = Loop(control, role, link)
     try:
         loop.serve()
     except (PeerGone, WireError, OSError):
@@ -84,8 +92,10 @@ def _send_safely(control, message) -> None:
 class Loop:
     """Forks runs on request; reaps their guards and cleans up after each."""
 
-    def __init__(self, control: socket.socket, role: Role):
-        self.control, self.role = control, role
+    def __init__(self, control: socket.socket, role: Role, link: socket.socket):
+        from ol.grading.reporter import Beside
+
+        self.control, self.role, self.link, self.beside = control, role, link, Beside()
         self.guards: dict[int, tuple[int | None, str | None]] = {}   # guard pid -> (run user, run folder)
         wake_read, self.wake_write = os.pipe()
         self.wake_read = wake_read
@@ -116,7 +126,7 @@ class Loop:
             self.reap()
 
     def start(self, header: dict, fds: list[int]) -> None:
-        from ol.grading import confine
+        from ol.grading import confine, reporter
         from ol.grading.protocol import RunRequest
 
         request = RunRequest.from_header(header)
@@ -129,8 +139,15 @@ class Loop:
             body = lambda moved: self.role.run_or_fault(request)  # noqa: E731
             limits = self.role.limits_for(request)
             user = folder = None
-            if request.trusted:  # a variant of the course's own module: no need to confine it
-                guard = confine.run_plain(body, limits=limits, keep_fds=keep, report_fd=report, memory_fd=memory)
+            if request.trusted:  # a variant of the course's own: not confined, watched by the reporter
+                pid, pidfd = self.beside.fork()
+                if pid == 0:
+                    confine.become_plain_run(body, limits=limits, keep_fds=keep, memory_fd=memory)
+                try:
+                    reporter.watch(self.link, pid, pidfd, report)
+                finally:
+                    os.close(pidfd)
+                return
             else:
                 if self.role.confinement != confine.CONFINED:
                     user = confine.run_uid(request.user)

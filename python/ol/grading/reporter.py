@@ -1,0 +1,144 @@
+"""The warm process's parent, which watches its trusted runs.
+
+    link = reporter.start()                  # first thing in the warm process: forks;
+                                             # the parent serves() until the warm process ends
+    pid = reporter.fork_beside(args)         # in the warm process: a run that is the reporter's child
+    reporter.watch(link, pid, pidfd, report) # the reporter tells the observer how it ended
+
+A run of a variant of the course's own (the reference, an alternate, a
+mutant) needs no confinement, only someone to reap it, stop it when the
+observer asks and say how it ended.  A guard forked for each run would cost
+a copy of the warm process's page tables and an exit per run.  The warm
+process cannot do it either: every later run is forked from it, so it holds
+nothing of any run's end (warm.py).  So the warm process forks each trusted
+run beside itself (clone3 with CLONE_PARENT: the run is a child of the warm
+process's parent) and hands the reporter the run's pid, a pidfd and its end
+socket.  The reporter never forks a run: what it learns stays in it.
+
+    bubblewrap's init
+     └─ reporter          select() over its link, the warm process's pidfd and each run's
+         │                pidfd and end socket; never forks after its start
+         ├─ warm process  forks runs beside itself
+         └─ run, run ...  trusted variants, each joined to its memory group
+
+When the warm process ends, the reporter kills every run it still watches
+and ends too.  Its lines on a run's end socket are the guards' own
+(protocol.end_line): the observer reads them the same way.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import select
+import signal
+import socket
+
+from ol.grading import clone
+
+CLONE_PARENT = 0x00008000
+CLONE_PIDFD = 0x00001000
+PID = 4                     # bytes of a pid in a watch message
+
+
+def start(control_fd: int) -> socket.socket:
+    """Fork: the parent becomes the reporter and never returns; the child (the
+    warm process) gets the link it hands runs over.  The reporter closes the
+    warm process's control socket: its end is the observer's word that the
+    warm process is gone."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    warm = os.fork()
+    if warm == 0:
+        ours.close()
+        return theirs
+    theirs.close()
+    os.close(control_fd)
+    code = 1
+    try:
+        serve(ours, warm)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+class Beside:
+    """clone3 beside the calling process, as os.fork would fork below it."""
+
+    def __init__(self):
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.syscall = libc.syscall
+        self.pidfd = ctypes.c_int32(-1)
+        self.arguments = clone.ARGUMENTS.pack(CLONE_PARENT | CLONE_PIDFD | clone.CLONE_CHILD_SETTID,
+                                              ctypes.addressof(self.pidfd), clone.tid_field(libc), 0, 0, 0, 0, 0)
+        api = ctypes.pythonapi
+        self.before, self.parent, self.child = api.PyOS_BeforeFork, api.PyOS_AfterFork_Parent, api.PyOS_AfterFork_Child
+
+    def fork(self) -> tuple[int, int]:
+        """(pid, pidfd) of a new child of this process's parent; (0, -1) in it."""
+        self.before()
+        pid = self.syscall(clone.SYS_CLONE3, self.arguments, clone.ARGUMENTS.size)
+        if pid == 0:
+            self.child()
+            return 0, -1
+        self.parent()
+        if pid < 0:
+            raise OSError(ctypes.get_errno(), f"clone3 beside the warm process: {os.strerror(ctypes.get_errno())}")
+        return pid, self.pidfd.value
+
+
+def watch(link: socket.socket, pid: int, pidfd: int, report: int) -> None:
+    """Hand the reporter a run (the caller keeps its own copies of the descriptors)."""
+    socket.send_fds(link, [pid.to_bytes(PID, "little")], [pidfd, report])
+
+
+def serve(link: socket.socket, warm: int) -> None:
+    """Watch runs until the warm process ends: each run's end goes to its end
+    socket; a run whose end socket turns readable (the observer asks it to
+    stop, or is gone) is killed."""
+    from ol.grading.confine import exit_code
+    from ol.grading.protocol import end_line
+
+    warm_fd = os.pidfd_open(warm)
+    runs: dict[int, tuple[int, int]] = {}        # pidfd -> (pid, end socket)
+    asking: dict[int, int] = {}                  # end socket not yet asking -> pidfd
+    stopped: set[int] = set()                    # pidfds of runs the observer stopped
+    try:
+        while True:
+            ready = select.select([link, warm_fd, *runs, *asking], [], [])[0]
+            for fd in ready:
+                if fd == link:
+                    data, fds, _, _ = socket.recv_fds(link, PID, 2)
+                    if not data:
+                        return
+                    pidfd, report = fds
+                    runs[pidfd] = (int.from_bytes(data, "little"), report)
+                    asking[report] = pidfd
+                elif fd == warm_fd:
+                    return
+                elif fd in asking:
+                    pidfd = asking.pop(fd)
+                    stopped.add(pidfd)
+                    _kill(pidfd)
+                elif fd in runs:
+                    pid, report = runs.pop(fd)
+                    asking.pop(report, None)
+                    _, status, usage = os.wait4(pid, 0)
+                    try:
+                        os.write(report, end_line(exit_code(status), usage.ru_utime + usage.ru_stime, fd in stopped))
+                    except OSError:
+                        pass
+                    stopped.discard(fd)
+                    os.close(report)
+                    os.close(fd)
+    finally:
+        for pidfd, (pid, _) in runs.items():
+            _kill(pidfd)
+            os.waitpid(pid, 0)
+        os.waitpid(warm, 0)
+
+
+def _kill(pidfd: int) -> None:
+    try:
+        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
