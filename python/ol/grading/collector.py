@@ -15,22 +15,22 @@ memory mapped while collecting is unmapped, and every process started while
 collecting is killed before the first run.  So no run can leave anything for
 a later one: not a file, a socket, shared memory, a process, a signal.
 
-Why the code below looks unusual: once collect() returns, the suite's code
-has run here and may have replaced any Python function or attribute (of
-`os`, of pytest, of this package).  So everything the loop uses afterwards is
-bound to a local variable *before* collecting, and is a builtin or a method
-of a C type, which Python code cannot change; the loop calls no Python
-function of ours until a forked run hands over to the suite.  Sys.addaudithook
-is refused from before collection, gc.callbacks is emptied around the
-collector's own gc.collect(), runs are forked by clone3 through the C
-library (os.fork would call the suite's os.register_at_fork handlers), the
-ctypes functions bound here lose any errcheck, restype or argtypes the suite
-gave them, and what they are given is bytes or ints, never a ctypes object the
-suite could change: no hook of the suite's runs here either.  Every run starts from the same interpreter
-state, its random module's included (no at-fork handler reseeds it).  What
-remains possible for code that writes this process's memory directly (ctypes,
-numpy's raw memory) is in README.md: the local check is feedback, the
-instructor's isolated grade is the authority.
+Why the code below looks unusual: once collect() returns, the suite's code has
+run here and may have replaced any Python function or attribute (of `os`, of
+pytest, of this package).  So everything the loop uses afterwards is bound to
+a local variable *before* collecting, and is a builtin or a method of a C
+type, which Python code cannot change; the loop calls no Python function of
+ours until a forked run hands over to the suite.  Sys.addaudithook is refused
+from before collection, gc.callbacks is emptied around the collector's own
+gc.collect(), runs are forked by clone3 through the C library (os.fork would
+call the suite's os.register_at_fork handlers), the ctypes functions bound
+here lose any errcheck, restype or argtypes the suite gave them, and what they
+are given is bytes or ints, never a ctypes object the suite could change: no
+hook of the suite's runs here either.  Every run starts from the same
+interpreter state, its random module's included (no at-fork handler reseeds
+it).  What remains possible for code that writes this process's memory
+directly (ctypes, numpy's raw memory) is in README.md: the local check is
+feedback, the instructor's isolated grade is the authority.
 
 Frames: ol.grading.protocol defines them (R, K from the observer; C, P, D
 from here) and reads them on the observer's side.  This loop cannot call
