@@ -37,6 +37,8 @@ import signal
 import socket
 
 from ol.grading import clone
+from ol.grading.confine import exit_code
+from ol.grading.protocol import end_line
 
 CLONE_PARENT = 0x00008000
 CLONE_PIDFD = 0x00001000
@@ -60,10 +62,9 @@ def start(control_fd: int) -> socket.socket:
     os.close(control_fd)
     code = 1
     try:
-        serve(ours, warm)
-        code = 0
+        code = serve(ours, warm)
     finally:
-        os._exit(code)
+        os._exit(code)      # the warm process's own: bubblewrap ends with it, and the observer says it
 
 
 class Beside:
@@ -117,50 +118,50 @@ def watch(link: socket.socket, pid: int, pidfd: int, report: int) -> None:
     socket.send_fds(link, [pid.to_bytes(PID, "little")], [pidfd, report])
 
 
-def serve(link: socket.socket, warm: int) -> None:
+def serve(link: socket.socket, warm: int) -> int:
     """Watch runs until the warm process ends: each run's end goes to its end
     socket; a run whose end socket turns readable (the observer asks it to
-    stop, or is gone) is killed."""
-    from ol.grading.confine import exit_code
-    from ol.grading.protocol import end_line
-
-    warm_fd = os.pidfd_open(warm)
+    stop, or is gone) is killed.  Returns the warm process's exit code."""
     runs: dict[int, tuple[int, int]] = {}        # pidfd -> (pid, end socket)
-    asking: dict[int, int] = {}                  # end socket not yet asking -> pidfd
-    stopped: set[int] = set()                    # pidfds of runs the observer stopped
     try:
-        while True:
-            ready = select.select([link, warm_fd, *runs, *asking], [], [])[0]
-            for fd in ready:
-                if fd == link:
-                    data, fds, _, _ = socket.recv_fds(link, PID, 2)
-                    if not data:
-                        return
-                    pidfd, report = fds
-                    runs[pidfd] = (int.from_bytes(data, "little"), report)
-                    asking[report] = pidfd
-                elif fd == warm_fd:
-                    return
-                elif fd in asking:
-                    pidfd = asking.pop(fd)
-                    stopped.add(pidfd)
-                    _kill(pidfd)
-                elif fd in runs:
-                    pid, report = runs.pop(fd)
-                    asking.pop(report, None)
-                    _, status, usage = os.wait4(pid, 0)
-                    try:
-                        os.write(report, end_line(exit_code(status), usage.ru_utime + usage.ru_stime, fd in stopped))
-                    except OSError:
-                        pass
-                    stopped.discard(fd)
-                    os.close(report)
-                    os.close(fd)
+        _watch(link, os.pidfd_open(warm), runs)
     finally:
-        for pidfd, (pid, _) in runs.items():
+        for pidfd, (pid, _) in runs.items():     # the warm process is gone: so are its runs
             _kill(pidfd)
             os.waitpid(pid, 0)
-        os.waitpid(warm, 0)
+    return exit_code(os.waitpid(warm, 0)[1])
+
+
+def _watch(link: socket.socket, warm_fd: int, runs: dict[int, tuple[int, int]]) -> None:
+    asking: dict[int, int] = {}                  # end socket not yet asking -> pidfd
+    stopped: set[int] = set()                    # pidfds of runs the observer stopped
+    while True:
+        ready = select.select([link, warm_fd, *runs, *asking], [], [])[0]
+        for fd in ready:
+            if fd == link:
+                data, fds, _, _ = socket.recv_fds(link, PID, 2)
+                if not data:
+                    return
+                pidfd, report = fds
+                runs[pidfd] = (int.from_bytes(data, "little"), report)
+                asking[report] = pidfd
+            elif fd == warm_fd:
+                return
+            elif fd in asking:
+                pidfd = asking.pop(fd)
+                stopped.add(pidfd)
+                _kill(pidfd)
+            elif fd in runs:
+                pid, report = runs.pop(fd)
+                asking.pop(report, None)
+                _, status, usage = os.wait4(pid, 0)
+                try:
+                    os.write(report, end_line(exit_code(status), usage.ru_utime + usage.ru_stime, fd in stopped))
+                except OSError:
+                    pass
+                stopped.discard(fd)
+                os.close(report)
+                os.close(fd)
 
 
 def _kill(pidfd: int) -> None:
