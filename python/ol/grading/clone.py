@@ -48,11 +48,15 @@ def tid_field(libc: ctypes.CDLL) -> int | None:
     return None if found is None else block + 4 * found
 
 
-def arguments(flags: int, tid_address: int) -> bytes:
-    """clone3's argument block: a child in `flags`' namespaces, SIGCHLD to the
-    parent when it ends, its id written at tid_address (CLONE_CHILD_SETTID)."""
-    return ARGUMENTS.pack(flags | CLONE_CHILD_SETTID, 0, 0 if tid_address is None else tid_address, 0,
-                          int(signal.SIGCHLD), 0, 0, 0)
+def arguments(flags: int, tid_address: int | None, pidfd_address: int = 0,
+              exit_signal: int = signal.SIGCHLD) -> bytes:
+    """clone3's argument block: a child with `flags` (its namespaces, say),
+    exit_signal to the parent when it ends (0 with CLONE_PARENT, which
+    clone3 requires: the caller's own is used), its id written at
+    tid_address (CLONE_CHILD_SETTID); with CLONE_PIDFD, its pidfd written at
+    pidfd_address."""
+    return ARGUMENTS.pack(flags | CLONE_CHILD_SETTID, pidfd_address, 0 if tid_address is None else tid_address, 0,
+                          int(exit_signal), 0, 0, 0)
 
 
 @functools.cache

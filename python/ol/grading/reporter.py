@@ -78,7 +78,7 @@ class Beside:
         self.syscall = libc.syscall
         self.pidfd = ctypes.c_int32(-1)
         self.tid = clone.tid_field(libc)
-        self.arguments = clone.ARGUMENTS.pack(self.FLAGS, ctypes.addressof(self.pidfd), self.tid, 0, 0, 0, 0, 0)
+        self.arguments = clone.arguments(self.FLAGS, self.tid, ctypes.addressof(self.pidfd), exit_signal=0)
         self.clone3 = True
         api = ctypes.pythonapi
         self.before, self.parent, self.child = api.PyOS_BeforeFork, api.PyOS_AfterFork_Parent, api.PyOS_AfterFork_Child

@@ -148,15 +148,14 @@ class Loop:
                 finally:
                     os.close(pidfd)
                 return
-            else:
-                if self.role.confinement != confine.CONFINED:
-                    user = confine.run_uid(request.user)
-                    folder = self.role.run_folder(user)
-                guard = confine.run_confined(
-                    body, confinement=self.role.confinement, user=request.user, limits=limits, keep_fds=keep,
-                    report_fd=report, private=folder, dumpable=request.task == "collect", memory_fd=memory,
-                    readable=self.role.readable,
-                )
+            if self.role.confinement != confine.CONFINED:
+                user = confine.run_uid(request.user)
+                folder = self.role.run_folder(user)
+            guard = confine.run_confined(
+                body, confinement=self.role.confinement, user=request.user, limits=limits, keep_fds=keep,
+                report_fd=report, private=folder, dumpable=request.task == "collect", memory_fd=memory,
+                readable=self.role.readable,
+            )
             self.guards[guard] = (user, folder)
         except Exception as error:   # ours: say it where the observer reads this run's end
             if len(fds) > 2:
