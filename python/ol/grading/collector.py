@@ -60,8 +60,8 @@ EXIT_THREADS = protocol.EXIT_THREADS
 COLLECTOR_PROCESSES = 16   # the collector's process limit, in runs' (a run's is Limits.processes)
 
 # each run's own user, mount, network, IPC and pid namespaces
-RUN_NAMESPACES = (confine.CLONE_NEWUSER | confine.CLONE_NEWNS | confine.CLONE_NEWNET | confine.CLONE_NEWIPC
-                  | confine.CLONE_NEWPID)
+COLLECTED_RUN_NAMESPACES = (confine.CLONE_NEWUSER | confine.CLONE_NEWNS | confine.CLONE_NEWNET
+                            | confine.CLONE_NEWIPC | confine.CLONE_NEWPID)
 GLIBC_RESERVED_SIGNALS = (32, 33)   # the C library's own (NPTL): signal() refuses them
 
 
@@ -94,7 +94,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     # os.register_at_fork keeps, which the suite may add while collecting and no Python code can
     # take back out.
     syscall, unshare, mount, prctl, capset = libc.syscall, libc.unshare, libc.mount, libc.prctl, libc.capset
-    clone_arguments = clone.arguments(RUN_NAMESPACES, clone.tid_field(libc))
+    clone_arguments = clone.arguments(COLLECTED_RUN_NAMESPACES, clone.tid_field(libc))
     sys_clone3, clone_size = clone.SYS_CLONE3, clone.ARGUMENTS.size
     # munmap's addresses need 64 bits, so it takes argument types; a prototype's are converted by
     # what its class was built with, here, never by a class attribute the suite could replace.
@@ -104,7 +104,7 @@ def serve_collected(control_fd: int, collect, run_items, limits: confine.Limits)
     drop_errcheck, drop_restype = attribute["errcheck"].__delete__, attribute["restype"].__delete__
     drop_argtypes = attribute["argtypes"].__delete__
     max_fd = limits.open_files
-    run_namespaces, run_fault, cgroup_namespace = RUN_NAMESPACES, confine.RUN_FAULT, confine.CLONE_NEWCGROUP
+    run_fault, cgroup_namespace = confine.RUN_FAULT, confine.CLONE_NEWCGROUP
     ms_rec_private = confine.MS_REC | confine.MS_PRIVATE
     ms_tmp, ms_shm = confine.MS_NOSUID | confine.MS_NODEV, confine.MS_NOSUID | confine.MS_NODEV | confine.MS_NOEXEC
     pr_set_pdeathsig = confine.PR_SET_PDEATHSIG

@@ -9,18 +9,24 @@ README.md here).  The boundary is the kernel:
       │                               installation and of `ol` alone (not the
       │                               repository, not the home folder); private
       │                               tmpfs for /tmp and the run's files
-      └─ the warm process (trusted)   forks one run at a time:
-          └─ run guard  (trusted)     new mount, pid, network, IPC, UTS namespaces;
-              │                       fresh tmpfs on /tmp and /dev/shm, its files
-              │                       read-only; waits, then reports the run's
-              │                       status
-              └─ the run              pid 1 of its pid namespace: a fresh /proc;
-                                      dies with the guard; when it ends the kernel
-                                      kills every process it left, setsid escapees
+      └─ the reporter (trusted)       reaps each run, stops it, reports its status
+          ├─ the warm process         clones one run at a time beside itself
+          │   (trusted)               (ol.grading.reporter.Beside)
+          └─ the run                  cloned into new mount, pid, network, IPC, UTS
+                                      namespaces (RUN_NAMESPACES): pid 1 of its pid
+                                      namespace, a fresh /proc; fresh tmpfs on /tmp
+                                      and /dev/shm, its files read-only; dies with
+                                      the reporter; when it ends the kernel kills
+                                      every process it left, setsid escapees
                                       included.  Resource limits, then (as root)
                                       an unprivileged user of its own with no
                                       capabilities and no_new_privs; only its
                                       channel and notes descriptors open
+                                      (become_confined_run)
+
+Outside the namespaces, and for the shared check's collector (whose runs
+need a reaper of their own), a trusted guard forked from the warm process
+stands between: it forks the run and reports its status (run_confined).
 
 Every confined run also starts with a fresh, empty session keyring and no
 way to use the kernel's keyrings at all (ol.grading.syscalls), and in a
@@ -80,6 +86,9 @@ CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP = 0x20000000, 0x40000000, 0x02000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 CLONE_NEWUSER = 0x10000000
+# a confined run's own mount, pid, network, IPC and host-name namespaces (its user namespace comes
+# later, once it has its user: enter_run)
+RUN_NAMESPACES = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 4, 36, 38
 CAP_VERSION_3 = 0x20080522
 
@@ -397,23 +406,13 @@ def join_memory_group(memory_fd: int) -> None:
 
 
 def _guard(body, confinement, user, limits, keep_fds, report_fd, private, dumpable, memory_fd, readable) -> None:
-    signal.pthread_sigmask(signal.SIG_SETMASK, set())
-    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE):
-        signal.signal(number, signal.SIG_DFL)
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)   # an observer that went away: report_fd says so, not a signal
+    _default_signals()
     join_memory_group(memory_fd)
     confined = confinement == CONFINED
     uid = run_uid(user) if confinement != UNCONFINED else None
     if confined:
-        _call("unshare", CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
-        _call("mount", b"none", b"/", None, MS_REC | MS_PRIVATE, None)
-        _call("mount", SANDBOX_FILES.encode(), SANDBOX_FILES.encode(), None, MS_BIND | MS_REC, None)
-        _call("mount", b"none", SANDBOX_FILES.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
-        owner = f",uid={uid},gid={uid}" if uid is not None else ""
-        _call("mount", b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, f"size=512m,mode=0700{owner}".encode())
-        if os.path.isdir("/dev/shm"):
-            _call("mount", b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"size=64m,mode=1777")
-        freeze_mounts(writable=("/tmp", "/dev/shm"))
+        _call("unshare", RUN_NAMESPACES)
+        _mount_run_files(uid)
     else:
         set_subreaper()
         if private is None:
@@ -436,6 +435,58 @@ def _guard(body, confinement, user, limits, keep_fds, report_fd, private, dumpab
         if uid is not None:
             kill_user(uid)
     _report(report_fd, status, cpu, stopped)
+
+
+def become_confined_run(body, *, user: int, limits: Limits, keep_fds: dict[int, int], report_fd: int,
+                        memory_fd: int = -1, readable: tuple[str, ...] = ()) -> None:
+    """In a process cloned straight into RUN_NAMESPACES (pid 1 of its own pid
+    namespace, beside the warm process: ol.grading.reporter watches it): the
+    run of run_confined in the namespace confinement, with no guard above
+    it.  Its memory group, its mounts, its own /proc, then enter_run; a fault
+    of any of these goes to report_fd, which is closed before body runs, so
+    only the reporter says how the run ended.  Never returns."""
+    try:
+        _default_signals()
+        _call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)   # SIGKILL when the reporter goes
+        join_memory_group(memory_fd)
+        _mount_run_files(run_uid(user))
+        _call("mount", b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        enter_run(CONFINED, user, limits, readable=readable)
+        _call("prctl", PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)   # a change of user cleared it
+        signal.signal(signal.SIGXCPU, out_of_processor_time)
+        os.close(report_fd)
+    except BaseException as error:
+        _report_fault(report_fd, error)
+        os._exit(RUN_FAULT)
+    code = RUN_FAULT
+    try:
+        code = body(move_fds(keep_fds))
+    finally:
+        os._exit(code)
+
+
+def _default_signals() -> None:
+    """No signal blocked, none handled but SIGPIPE ignored, no wakeup
+    descriptor: what the warm process set for itself stays there."""
+    signal.set_wakeup_fd(-1)
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD):
+        signal.signal(number, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)   # an observer that went away: report_fd says so, not a signal
+
+
+def _mount_run_files(uid: int | None) -> None:
+    """In a fresh mount namespace: the sandbox's files read-only, a fresh
+    /tmp (the run user's, where there is one) and /dev/shm, every other
+    mount frozen read-only (freeze_mounts)."""
+    _call("mount", b"none", b"/", None, MS_REC | MS_PRIVATE, None)
+    _call("mount", SANDBOX_FILES.encode(), SANDBOX_FILES.encode(), None, MS_BIND | MS_REC, None)
+    _call("mount", b"none", SANDBOX_FILES.encode(), None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+    owner = f",uid={uid},gid={uid}" if uid is not None else ""
+    _call("mount", b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, f"size=512m,mode=0700{owner}".encode())
+    if os.path.isdir("/dev/shm"):
+        _call("mount", b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"size=64m,mode=1777")
+    freeze_mounts(writable=("/tmp", "/dev/shm"))
 
 
 def watch(pid: int, report_fd: int) -> tuple[int, float, bool]:

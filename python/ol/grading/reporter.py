@@ -2,12 +2,15 @@
 
     link = reporter.start()                  # first thing in the warm process: forks;
                                              # the parent serves() until the warm process ends
-    pid = reporter.fork_beside(args)         # in the warm process: a run that is the reporter's child
+    pid, pidfd = Beside().fork(namespaces)   # in the warm process: a run that is the reporter's child
     reporter.watch(link, pid, pidfd, report) # the reporter tells the observer how it ended
 
 A run of a variant of the course's own (the reference, an alternate, a
-mutant) needs no confinement, only someone to reap it, stop it when the
-observer asks and say how it ended.  A guard forked for each run would cost
+mutant) needs no confinement, and a run in the namespace confinement has
+its namespaces from the moment it is cloned (pid 1 of its own pid
+namespace, so the kernel ends all it left); either needs only someone to
+reap it, stop it when the observer asks and say how it ended.  A guard
+forked for each run would cost
 a copy of the warm process's page tables and an exit per run.  The warm
 process cannot do it either: every later run is forked from it, so it holds
 nothing of any run's end (warm.py).  So the warm process forks each trusted
@@ -19,7 +22,8 @@ socket.  The reporter never forks a run: what it learns stays in it.
      └─ reporter          select() over its link, the warm process's pidfd and each run's
          │                pidfd and end socket; never forks after its start
          ├─ warm process  forks runs beside itself
-         └─ run, run ...  trusted variants, each joined to its memory group
+         └─ run, run ...  trusted variants, or confined runs in namespaces of their own;
+                          each joins its memory group
 
 When the warm process ends, the reporter kills every run it still watches
 and ends too.  Its lines on a run's end socket are the guards' own
@@ -69,7 +73,7 @@ def start(control_fd: int) -> socket.socket:
 
 class Beside:
     """clone3 (or clone, where clone3 is refused) beside the calling process,
-    as os.fork would fork below it."""
+    as os.fork would fork below it; with namespaces of its own, where asked."""
 
     FLAGS = CLONE_PARENT | CLONE_PIDFD | clone.CLONE_CHILD_SETTID
 
@@ -78,18 +82,19 @@ class Beside:
         self.syscall = libc.syscall
         self.pidfd = ctypes.c_int32(-1)
         self.tid = clone.tid_field(libc)
-        self.arguments = clone.arguments(self.FLAGS, self.tid, ctypes.addressof(self.pidfd), exit_signal=0)
+        self.blocks: dict[int, bytes] = {}      # namespaces -> clone3's argument block
         self.clone3 = True
         api = ctypes.pythonapi
         self.before, self.parent, self.child = api.PyOS_BeforeFork, api.PyOS_AfterFork_Parent, api.PyOS_AfterFork_Child
 
-    def fork(self) -> tuple[int, int]:
-        """(pid, pidfd) of a new child of this process's parent; (0, -1) in it."""
+    def fork(self, namespaces: int = 0) -> tuple[int, int]:
+        """(pid, pidfd) of a new child of this process's parent, in new
+        `namespaces` (CLONE_NEW* flags); (0, -1) in it."""
         self.before()
-        pid = self._clone3() if self.clone3 else self._clone()
+        pid = self._clone3(namespaces) if self.clone3 else self._clone(namespaces)
         if pid < 0 and self.clone3 and ctypes.get_errno() == errno.ENOSYS:   # Docker's default profile
             self.clone3 = False
-            pid = self._clone()
+            pid = self._clone(namespaces)
         if pid == 0:
             self.child()
             return 0, -1
@@ -99,16 +104,19 @@ class Beside:
                                               f"{os.strerror(ctypes.get_errno())}")
         return pid, self.pidfd.value
 
-    def _clone3(self) -> int:
-        return self.syscall(clone.SYS_CLONE3, self.arguments, clone.ARGUMENTS.size)
+    def _clone3(self, namespaces: int) -> int:
+        if namespaces not in self.blocks:
+            self.blocks[namespaces] = clone.arguments(self.FLAGS | namespaces, self.tid,
+                                                      ctypes.addressof(self.pidfd), exit_signal=0)
+        return self.syscall(clone.SYS_CLONE3, self.blocks[namespaces], clone.ARGUMENTS.size)
 
-    def _clone(self) -> int:
+    def _clone(self, namespaces: int) -> int:
         if platform.machine() not in CLONE:
             ctypes.set_errno(errno.ENOSYS)
             return -1
         number, tid_last = CLONE[platform.machine()]
         pidfd, tid = ctypes.c_void_p(ctypes.addressof(self.pidfd)), ctypes.c_void_p(self.tid)
-        flags = self.FLAGS | int(signal.SIGCHLD)
+        flags = self.FLAGS | namespaces | int(signal.SIGCHLD)
         return self.syscall(number, flags, None, pidfd, None, tid) if tid_last else \
             self.syscall(number, flags, None, pidfd, tid, None)
 

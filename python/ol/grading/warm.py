@@ -13,8 +13,9 @@ numpy's raw pointers, would find it).  So this process holds nothing of any
 other run: a run's notes go straight from the run to the observer (a pipe
 the observer made), how it ended goes from its guard to the observer (a
 socket the observer made), and the request is the same for every run of
-the student's suite.  What is left here is the guards' pids and each run's
-user and temporary folder, which it needs to clean up after the run:
+the student's suite.  What is left here, confined by uid, is the guards'
+pids and each run's user and temporary folder, which it needs to clean up
+after the run:
 
     on a guard's end    (outside the namespace confinement, as root) every
                         process of the run's user killed, then the run's
@@ -25,10 +26,12 @@ user and temporary folder, which it needs to clean up after the run:
 This is the root side of a run, not its guard: a run that outlives its guard
 (setsid, a double fork) is still found by its user.
 
-A run of a variant of the course's own (trusted: nothing to confine) has no
-guard: it is forked beside this process, as a child of its parent, the
-reporter (ol.grading.reporter), which reaps it, stops it and tells the
-observer how it ended; the reporter never forks a run.
+In the namespace confinement a run has no guard: it is cloned beside this
+process, as a child of its parent, the reporter (ol.grading.reporter), which
+reaps it, stops it and tells the observer how it ended; the reporter never
+forks a run.  So is a run of a variant of the course's own (trusted: nothing
+to confine), in every confinement.  The shared check's collector keeps a
+guard: its runs need a reaper above them (confine._reaper).
 
 Messages (ol.grading.wire; the descriptors travel as SCM_RIGHTS):
     -> {"op": "setup", ...}          <- {"event": "ready"} | {"event": "fault"}
@@ -143,6 +146,17 @@ class Loop:
                 pid, pidfd = self.beside.fork()
                 if pid == 0:
                     confine.become_plain_run(body, limits=limits, keep_fds=keep, memory_fd=memory)
+                try:
+                    reporter.watch(self.link, pid, pidfd, report)
+                finally:
+                    os.close(pidfd)
+                return
+            if self.role.confinement == confine.CONFINED and request.task != "collect":
+                # pid 1 of namespaces of its own, watched by the reporter: no guard between
+                pid, pidfd = self.beside.fork(confine.RUN_NAMESPACES)
+                if pid == 0:
+                    confine.become_confined_run(body, user=request.user, limits=limits, keep_fds=keep,
+                                                report_fd=report, memory_fd=memory, readable=self.role.readable)
                 try:
                     reporter.watch(self.link, pid, pidfd, report)
                 finally:
