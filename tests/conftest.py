@@ -21,6 +21,7 @@ whether confinement works here, and if it does not:
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
@@ -67,6 +68,48 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     then = ("CI skips none of these tests" if in_ci() and UNDER_TMP in why else
             "tests/setup.sh installs bubblewrap; meanwhile python -m pytest -m 'not needs_confinement' runs the rest")
     pytest.fail(f"this test grades confined, and confinement does not work here: {why}; {then}", pytrace=False)
+
+
+# What a test may not leave changed in the pytest process: a later test would run under it (a
+# SIGTERM handler of `ol`'s turned a SIGTERM meant for a check into an exception inside pytest).
+WATCHED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE)
+PYTEST_OWN = ("PYTEST_CURRENT_TEST",)   # pytest sets it for every phase of every test
+
+
+def process_state() -> dict:
+    return {
+        "signal handlers": {signal.Signals(n).name: signal.getsignal(n) for n in WATCHED_SIGNALS},
+        "working directory": os.getcwd(),
+        "environment": {k: v for k, v in os.environ.items() if k not in PYTEST_OWN},
+    }
+
+
+@pytest.fixture(autouse=True)
+def leaves_the_process_as_it_found_it():
+    """Fails the test that changes a signal handler, the working directory or
+    the environment of the pytest process and leaves it so (monkeypatch and
+    tmp_path undo theirs before this looks), then puts them back."""
+    before = process_state()
+    yield
+    after = process_state()
+    changed = [what for what in before if before[what] != after[what]]
+    for number, handler in before["signal handlers"].items():
+        signal.signal(signal.Signals[number], handler)
+    os.chdir(before["working directory"])
+    for name in after["environment"].keys() - before["environment"].keys():
+        del os.environ[name]
+    os.environ.update(before["environment"])
+    if changed:
+        detail = "; ".join(f"{what}: {_difference(before[what], after[what])}" for what in changed)
+        pytest.fail(f"this test left the pytest process changed ({detail}); undo it in the test "
+                    "(monkeypatch, a try/finally)", pytrace=False)
+
+
+def _difference(before, after) -> str:
+    if isinstance(before, dict):
+        keys = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+        return ", ".join(f"{k}: {before.get(k)!r} -> {after.get(k)!r}" for k in keys)[:400]
+    return f"{before!r} -> {after!r}"
 
 
 def pytest_report_header(config: pytest.Config) -> str:

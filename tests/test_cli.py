@@ -190,6 +190,37 @@ def test_a_lazy_verb_whose_code_is_missing_says_so(monkeypatch, capsys):
     assert "a verb not written yet" in capsys.readouterr().out
 
 
+def test_sigterm_unwinds_main_only_while_it_runs(capsys):
+    """main turns SIGTERM into an unwinding exit (143) while it runs and puts
+    the caller's handler back when it returns: a test that calls it leaves
+    pytest's own process as it was (a SIGTERM meant for a check once raised
+    ol's exception inside pytest)."""
+    import signal
+
+    from ol import cli
+
+    heard = []
+    previous = signal.signal(signal.SIGTERM, lambda *_: heard.append("caller"))
+    try:
+        original_list = cli.build_parser
+
+        def terminated_while_parsing(*args, **kwargs):
+            os.kill(os.getpid(), signal.SIGTERM)
+            return original_list(*args, **kwargs)
+
+        cli.build_parser = terminated_while_parsing
+        try:
+            assert cli.main(["list"], root=ROOT) == 143
+        finally:
+            cli.build_parser = original_list
+        assert "terminated" in capsys.readouterr().err and heard == []
+        assert cli.main(["--help"], root=ROOT) == 0
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert heard == ["caller"]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def test_a_module_that_cannot_be_stubbed_says_so(tmp_path):
     """A catalog entry whose contract is not in the checkout: start refuses
     clearly and writes nothing."""

@@ -21,6 +21,7 @@ NO_CACHE = ROOT / "tests" / "grading_suites" / "l7-5-no-cache"
 CATALOG = load_catalog(ROOT)
 
 
+@pytest.mark.slow
 def test_every_graded_module_names_its_features_and_each_has_mutants():
     """A feature with no mutant would be a floor nothing can miss: each has some, from the witnesses."""
     for module in CATALOG.modules:
@@ -71,6 +72,7 @@ def test_a_bad_feature_is_named_with_what_was_expected(tmp_path, entry, said):
         load_catalog(tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_suite_that_never_calls_attention_with_past_does_not_pass_l7_5():
     result = check_module(ROOT, "L7.5", CheckRequest(tests=NO_CACHE, course_tests=False, fresh=True))

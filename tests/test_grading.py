@@ -138,6 +138,7 @@ def write_suite(folder: Path, body: str) -> Path:
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.needs_confinement
 @pytest.mark.parametrize("sharing", ["shared", "isolated"])
 def test_an_endless_test_costs_only_itself_and_the_tests_after_it_are_graded(sharing, tmp_path):
@@ -171,6 +172,7 @@ def test_an_endless_test_costs_only_itself_and_the_tests_after_it_are_graded(sha
     assert result.tests == 3 and result.graded_tests == 2
 
 
+@pytest.mark.slow
 @pytest.mark.needs_confinement
 @pytest.mark.parametrize("sharing", ["shared", "isolated"])
 def test_a_test_that_keeps_the_code_under_test_busy_costs_only_itself(sharing, tmp_path):
@@ -206,6 +208,7 @@ def test_a_test_that_keeps_the_code_under_test_busy_costs_only_itself(sharing, t
     assert result.tests > 2 and result.graded_tests == result.tests - 1
 
 
+@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_test_stopped_in_the_middle_of_a_call_leaves_the_next_tests_their_own_answers(tmp_path):
     """An endless loop of calls through the proxy is stopped at its share of
@@ -279,6 +282,7 @@ def test_a_run_ends_at_its_processor_time_limit_though_it_is_pid_1(sharing, tmp_
     assert outcome.exit == 128 + signal.SIGXCPU and outcome.cpu_seconds < 1.9, (outcome.exit, outcome.cpu_seconds)
 
 
+@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_one_test_failing_on_a_correct_implementation_costs_only_itself(tmp_path):
     """The model answer plus one test that only the reference passes (an error
@@ -312,6 +316,7 @@ def test_one_test_failing_on_a_correct_implementation_costs_only_itself(tmp_path
     assert words in text and "Left out" in text, text
 
 
+@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_file_that_breaks_the_rules_or_does_not_parse_costs_only_itself(tmp_path):
     """The model answer plus a file that imports os and one that does not
@@ -358,6 +363,7 @@ def sampled_l73() -> GradingSession:
     return session
 
 
+@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_an_endless_loop_at_import_does_not_hang_the_check(tmp_path):
     suite = write_suite(tmp_path / "l7-3-rope", """
@@ -383,6 +389,7 @@ def test_system_exit_in_a_test_is_a_failure_not_an_escape(tmp_path):
     assert "test_quits" in " ".join(result.problems)
 
 
+@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_each_test_rejecting_a_correct_implementation_is_shown_once_with_its_failure(tmp_path):
     """Two tests fail on both correct implementations: each is named once,
@@ -843,6 +850,7 @@ def test_a_broken_fixture_is_the_courses_fault_with_the_command_that_rebuilds_it
     assert "rope_hf.npz" in data["error"] and "python oracle/L7.3/rope_hf.py" in data["error"], data
 
 
+@pytest.mark.slow
 def test_a_rope_that_hangs_at_import_fails_the_course_tests_within_the_time_limit(finished_checkout):
     checkout, elsewhere = finished_checkout
     rope = checkout / "python/tinyllm/modern/rope.py"

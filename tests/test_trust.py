@@ -820,6 +820,7 @@ def model_answer_kills(sampled):
     return result.killed, result.counted
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sharing", ["shared", "isolated"])
 def test_hostile_bytes_in_a_runs_report_cost_only_that_runs_lines(sharing, sampled, model_answer_kills, tmp_path):
     """Issue 17's attack and other hostile reports, written by the tests'

@@ -18,6 +18,7 @@ SIGINT or SIGTERM, which leave no process or temporary folder behind.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -605,10 +606,23 @@ def find_root(start: str | Path | None = None) -> Path:
 
 def main(argv: Sequence[str] | None = None, root: str | Path | None = None,
          out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """Run one ol command; returns the exit code (0 ok, 1 failure, 2 usage)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    out, err = out or sys.stdout, err or sys.stderr
-    _terminate_cleanly()
+    """Run one ol command; returns the exit code (0 ok, 1 failure, 2 usage).
+    SIGTERM unwinds it as Ctrl-C does, and only while it runs: the caller's
+    own handler is back when it returns (a test that calls main keeps its
+    pytest process as it was)."""
+    err = err or sys.stderr
+    with _terminating_cleanly():
+        try:
+            return _main(list(sys.argv[1:] if argv is None else argv), root, out or sys.stdout, err)
+        except KeyboardInterrupt:
+            print("ol: interrupted", file=err)
+            return INTERRUPTED
+        except Terminated:
+            print("ol: terminated", file=err)
+            return TERMINATED
+
+
+def _main(argv: list[str], root: str | Path | None, out: TextIO, err: TextIO) -> int:
     try:
         ctx = Context(find_root(root), out, err)
     except OlError as error:
@@ -645,12 +659,6 @@ def main(argv: Sequence[str] | None = None, root: str | Path | None = None,
         message = str(error).replace("./ol ", ctx.ol + " ")
         print(f"ol: {message}", file=err)
         return error.exit_code
-    except KeyboardInterrupt:
-        print("ol: interrupted", file=err)
-        return INTERRUPTED
-    except Terminated:
-        print("ol: terminated", file=err)
-        return TERMINATED
 
 
 class Terminated(BaseException):
@@ -658,12 +666,22 @@ class Terminated(BaseException):
     folder is cleaned up on the way out."""
 
 
-def _terminate_cleanly() -> None:
+@contextlib.contextmanager
+def _terminating_cleanly():
+    """SIGTERM raises Terminated inside the block (in the main thread: only
+    there can Python set a handler); the handler before it is restored after."""
     import signal
     import threading
 
-    if threading.current_thread() is threading.main_thread():
-        def stop(signum, frame):
-            raise Terminated()
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
 
-        signal.signal(signal.SIGTERM, stop)
+    def stop(signum, frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)   # None: set outside Python
