@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ol.catalog import CatalogError, NotGraded, UnknownModule, dotted_name, load_catalog
+from ol.catalog import COURSE_TESTS_SUPPORT, CatalogError, NotGraded, UnknownModule, dotted_name, load_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -83,6 +83,14 @@ def test_every_module_has_its_contract_reference_and_course_tests():
             assert (ROOT / module.contract_for(file)).exists(), f"{module.id}: no contract for {file}"
             assert (ROOT / "course/reference/python" / file).exists(), f"{module.id}: no reference {file}"
         assert (ROOT / module.course_tests).is_dir(), f"{module.id}: no course tests"
+
+
+def test_the_course_tests_support_is_every_file_beside_the_modules_folders():
+    """The grader's sandboxes and the student kit both take COURSE_TESTS_SUPPORT
+    with every module's course tests: a helper added beside them and not
+    listed would be missing from both."""
+    beside = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "course/tests").iterdir() if p.is_file())
+    assert beside == sorted(COURSE_TESTS_SUPPORT)
 
 
 def test_get_is_forgiving_about_case_and_strict_about_unknown_ids():

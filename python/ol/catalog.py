@@ -29,6 +29,8 @@ STUDENT_TREE = "python"
 REFERENCE_TREE = "course/reference/python"
 CONTRACT_TREE = "course/contracts/py"
 STARTER_DIR = "course/starters"
+# what every module's course tests share: their conftest, the golden loader, the diagnosis of a failure
+COURSE_TESTS_SUPPORT = ("course/tests/conftest.py", "course/tests/golden.py", "course/tests/diagnose.py")
 
 REQUIRED_KEYS = ("id", "title", "rung", "needs", "files", "chapter", "course_tests",
                  "student_tests", "fixtures")

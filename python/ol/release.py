@@ -48,12 +48,11 @@ from pathlib import Path, PurePosixPath
 
 from ol import student_kit
 from ol.answer_scan import Leak, fingerprints, functions_in_text, scan_folder
-from ol.catalog import CATALOG_PATH, REFERENCE_TREE, Catalog, Module, load_catalog
+from ol.catalog import CATALOG_PATH, COURSE_TESTS_SUPPORT, REFERENCE_TREE, Catalog, Module, load_catalog
 from ol.errors import OlError
 from ol.exits import OK
 
 ALWAYS = ("ol", "pyproject.toml", "setup.py", ".gitignore", "python/ol/", "python/tinyllm/")
-COURSE_TESTS_SUPPORT = ("course/tests/conftest.py", "course/tests/golden.py", "course/tests/diagnose.py")
 COMMIT_AUTHOR = ("ol release", "ol-release@localhost")   # when git knows no identity here
 
 

@@ -21,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-from ol.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
+from ol.catalog import CONTRACT_TREE, COURSE_TESTS_SUPPORT, REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
 from ol.errors import OlError
 from ol.grading import confine
 from ol.grading.sandbox import Setup
@@ -30,7 +30,6 @@ from ol.grading.mutants import MutantSet, build_mutant_set
 from ol.grading.variants import Variant
 from ol.grading.test_folder import SuiteUnreadable, TestFolder
 
-COURSE_TESTS_SUPPORT = ("course/tests/conftest.py", "course/tests/golden.py", "course/tests/diagnose.py")
 SANDBOX_ENV = {
     **confine.ONE_BLAS_THREAD,
     "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin",
