@@ -73,14 +73,14 @@ def kit_modules(catalog: Catalog, released: list[Module]) -> list[Module]:
     return [m for m in catalog.modules if m.id in wanted]
 
 
-def checkout_files(root: Path, catalog: Catalog, released: list[Module]) -> dict[str, bytes]:
+def kit_files(root: Path, catalog: Catalog, released: list[Module]) -> dict[str, bytes]:
     """{path in the kit: content} of every file the kit holds but the README and the manifest."""
-    from ol.class_grading.checkout import checkout_files as repository_files
+    from ol.class_grading.checkout import checkout_files
 
     root = Path(root)
     withheld = {m.id for m in released}
     modules = kit_modules(catalog, released)
-    everything = repository_files(root)
+    everything = checkout_files(root)
     chosen: set[str] = {p for p in everything if any(p == a or (a.endswith("/") and p.startswith(a)) for a in ALWAYS)}
 
     def folder(path: str) -> set[str]:
@@ -250,7 +250,7 @@ def release(root: Path, module_ids: list[str], out: Path) -> dict[str, list[str]
         raise ReleaseError(f"--out {out} is inside the repository {root}: write the kit outside it")
     created = not out.exists()
     try:
-        files = checkout_files(root, catalog, released)
+        files = kit_files(root, catalog, released)
         for path, data in files.items():
             _write(out / path, data, executable=(root / path).is_file() and os.access(root / path, os.X_OK))
         kit = student_kit.Kit(tuple(m.id for m in released), ())
