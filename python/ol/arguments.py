@@ -71,32 +71,3 @@ def html_file(text: str) -> str:
         raise argparse.ArgumentTypeError(f"expected a file name ending in .html, got {text!r} "
                                          "(--html alone, after MODULE, writes .ol/reports/MODULE-check.html)")
     return text
-
-
-def deadline(text: str):
-    """An ISO 8601 time (this machine's time zone unless given), as a datetime."""
-    from ol.class_grading.gradebook import parse_time
-
-    try:
-        return parse_time(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _from_gradebook(parser_name: str):
-    """An argument type made of one of ol.class_grading.gradebook's parsers
-    (they raise ValueError with what was expected)."""
-    def parse(text: str):
-        from ol.class_grading import gradebook
-
-        try:
-            return getattr(gradebook, parser_name)(text)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-    parse.__name__ = parser_name.removeprefix("parse_")
-    return parse
-
-
-late_penalty = _from_gradebook("parse_late_penalty")     # "10%/day": (share, seconds)
-share = _from_gradebook("parse_share")                   # "50%": Fraction(1, 2)
-duration = _from_gradebook("parse_duration")             # "15m": 900.0

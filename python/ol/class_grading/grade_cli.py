@@ -38,7 +38,26 @@ from pathlib import Path
 from ol.errors import OlError
 from ol.exits import ERROR, INTERRUPTED, OK, TERMINATED
 from ol.class_grading.one import GradeRecord
-from ol.arguments import deadline, duration, late_penalty, positive_int, seconds, share
+from ol.arguments import positive_int, seconds
+from ol.class_grading import gradebook
+
+
+def _policy_type(parse, name: str):
+    """One of gradebook's parsers of a class policy's text as an argparse type:
+    its ValueError (what was expected, what came) becomes argparse's message."""
+    def parsed(text: str):
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    parsed.__name__ = name
+    return parsed
+
+
+deadline = _policy_type(gradebook.parse_time, "deadline")               # an ISO 8601 time, as a datetime
+late_penalty = _policy_type(gradebook.parse_late_penalty, "late_penalty")  # "10%/day": (share, seconds)
+share = _policy_type(gradebook.parse_share, "share")                     # "50%": Fraction(1, 2)
+duration = _policy_type(gradebook.parse_duration, "duration")            # "15m": 900.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
