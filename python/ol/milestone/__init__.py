@@ -13,8 +13,9 @@ sliding window.
 
 The run itself is ol.milestone.child (ol.milestone.gemma3_child for
 Gemma 3), in a child Python that sees tinyllm through the overlay (ol never
-imports a student's code); ol.milestone.compare (ol.milestone.gemma3_run)
-judges what it wrote; ol.milestone.milestone_cli is the command.
+imports a student's code), started by ol.milestone.launch;
+ol.milestone.compare (ol.milestone.gemma3_run) judges what it wrote;
+ol.milestone.milestone_cli is the command.
 """
 
 from __future__ import annotations

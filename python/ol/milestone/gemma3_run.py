@@ -36,7 +36,7 @@ import numpy as np
 from ol.exits import NOT_PASSED, OK
 from ol.milestone import MilestoneNotReady
 from ol.milestone.compare import first_difference
-from ol.milestone.milestone_cli import run_child
+from ol.milestone.launch import run_child
 
 PROMPT_ATOL = 5e-3
 STEP_ATOL = 1e-2

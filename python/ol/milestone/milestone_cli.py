@@ -28,8 +28,6 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -39,6 +37,7 @@ from ol import deps
 from ol.exits import NOT_PASSED, OK
 from ol.milestone import MilestoneNotReady, get_milestone, plan_milestone
 from ol.milestone.compare import LOGIT_ATOL, first_difference, judge_logits, judge_tokenizer
+from ol.milestone.launch import run_child
 
 LAYOUTS = ("half", "interleaved")
 GREEDY_LAYOUT = "half"
@@ -98,30 +97,6 @@ def run(args: argparse.Namespace, ctx) -> int:
     return _report(ctx, milestone, golden, prompts, logits, result)
 
 
-def run_child(ctx, milestone, plan, child_module: str, request: dict, folder: Path) -> bool:
-    """Run `python -m child_module REQUEST OUT` in `folder`, with the plan's overlay; its output
-    goes to ctx.out.  False (said why) when it stopped with an error: the student's code raised."""
-    (folder / "overlay.json").write_text(json.dumps({n: s.to_json() for n, s in plan.overlay.items()}),
-                                         encoding="utf-8")
-    (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
-    from ol.runner import child_env
-
-    env = child_env(ctx.root, OL_OVERLAY=str(folder / "overlay.json"))
-    ctx.out.flush()
-    done = subprocess.run([sys.executable, "-m", child_module, str(folder / "request.json"), str(folder)],
-                          cwd=ctx.root, env=env, stdout=ctx.out if ctx.out is sys.stdout else subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True)
-    if done.stdout:
-        ctx.out.write(done.stdout)
-    if done.returncode != 0:
-        ctx.say("", f"{milestone.id}: the run stopped with an error (its traceback is above): the model could "
-                "not be run to the end. Fix the module it names (./ol tests MODULE shows more), then run again.")
-        advice = _stub_advice(ctx, milestone, folder / "stub.json")
-        if advice:
-            ctx.say(advice.replace("./ol ", ctx.ol + " "))
-    return done.returncode == 0
-
-
 def _report(ctx, milestone, golden, prompts, logits, result) -> int:
     provenance = golden.provenance
     verdicts = judge_logits(logits, golden, LAYOUTS, len(prompts))
@@ -166,15 +141,6 @@ def _report(ctx, milestone, golden, prompts, logits, result) -> int:
                                                  f"{'s' if len(wrong) > 1 else ''}" if wrong else "") + ".",
             f"The chapter says what each symptom points to: {ctx.show(milestone.chapter)}")
     return NOT_PASSED
-
-
-def _stub_advice(ctx, milestone, written: Path) -> str | None:
-    """What to do about a NotImplementedError, when the child wrote where it was raised."""
-    from ol.milestone import stub_advice
-
-    if not written.is_file():
-        return None
-    return stub_advice(ctx.root, ctx.catalog, milestone, json.loads(written.read_text(encoding="utf-8"))["file"])
 
 
 def _golden(root: Path, fixture: str):
