@@ -23,7 +23,7 @@ from ol.grading.check import CheckRequest, check_module
 from ol.grading.report import to_text, witness_sentence
 from ol.grading.session import GradingSession
 from ol.grading.witnesses import WITNESS_FIELDS, find_witnesses
-from ol.pytest_call_recorder import load_module
+from ol.call_recording import load_module
 from ol.witness_replay import Raised, _differs
 from reference import reference_modules
 

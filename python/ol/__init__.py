@@ -29,6 +29,7 @@ The grader (`ol check`, and the instructor's side through it)
     grading/                 a student's tests graded by mutation; its own map: grading/README.md
     witness_replay.py        for each broken version of a module, the one call that tells it from the right one
     pytest_call_recorder.py  pytest plugin: the course tests' calls, recorded and replayed on two versions
+    call_recording.py        those calls: recorded from a module's public names, replayed and compared
 
 What every command shares
     cli.py                   the command line: the parser, the verbs, the dispatch

@@ -46,7 +46,7 @@ from itertools import islice
 
 import numpy as np
 
-from ol.pytest_call_recorder import Call, Raised, Recorder, Side, _tensor_class, load_module
+from ol.call_recording import Call, Raised, Recorder, Side, _tensor_class, load_module
 
 RTOL, ATOL = 1e-5, 1e-6
 CALL_SECONDS = 2.0        # one call on one version

@@ -94,7 +94,8 @@ def cache_file(session) -> Path:
     """Keyed by everything that shapes a witness: the session's fingerprint (the reference, the course
     tests, the grader's code) and the replay's code outside ol.grading."""
     ol = Path(__file__).resolve().parents[1]
-    replay = b"".join((ol / name).read_bytes() for name in ("witness_replay.py", "pytest_call_recorder.py"))
+    replay = b"".join((ol / name).read_bytes()
+                      for name in ("witness_replay.py", "pytest_call_recorder.py", "call_recording.py"))
     key = hashlib.sha256(session.fingerprint().encode() + replay).hexdigest()[:24]
     return _default_cache_dir() / f"witnesses-{session.module.id}-{key}.json"
 
