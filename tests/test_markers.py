@@ -29,7 +29,7 @@ The rules:
                       grade unconfined).
 
 A rule is a sufficient reason, not the only one: tests measured above about
-20 s are marked slow too (README: the fast tier).  A test that does one of
+4 s are marked slow too (README: the fast tier).  A test that does one of
 these but stops early (a refusal) is listed in EARLY_EXITS, with why; that
 list is held to the source as well.
 """
