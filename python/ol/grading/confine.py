@@ -458,6 +458,12 @@ def become_confined_run(body, *, user: int, limits: Limits, keep_fds: dict[int, 
     except BaseException as error:
         _report_fault(report_fd, error)
         os._exit(RUN_FAULT)
+    _body_then_exit(body, keep_fds)
+
+
+def _body_then_exit(body, keep_fds: dict[int, int]) -> None:
+    """body(the kept descriptors, in their places), then exit with what it
+    returned (RUN_FAULT if it raised)."""
     code = RUN_FAULT
     try:
         code = body(move_fds(keep_fds))
@@ -538,11 +544,7 @@ def _run(body, confinement, user, limits, keep_fds, report_fd, dumpable, guard: 
     except BaseException as error:
         _report_fault(report_fd, error)
         os._exit(RUN_FAULT)
-    code = RUN_FAULT
-    try:
-        code = body(move_fds(keep_fds))
-    finally:
-        os._exit(code)
+    _body_then_exit(body, keep_fds)
 
 
 def _reaper(guard: int, report_fd: int) -> int:
