@@ -1,4 +1,4 @@
-"""The warm process's parent, which watches its trusted runs.
+"""The warm process's parent, which watches the runs cloned beside it.
 
     link = reporter.start()                  # first thing in the warm process: forks;
                                              # the parent serves() until the warm process ends
