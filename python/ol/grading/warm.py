@@ -129,7 +129,7 @@ class Loop:
             self.reap()
 
     def start(self, header: dict, fds: list[int]) -> None:
-        from ol.grading import confine, reporter
+        from ol.grading import confine
         from ol.grading.protocol import RunRequest
 
         request = RunRequest.from_header(header)
@@ -142,25 +142,15 @@ class Loop:
             body = lambda moved: self.role.run_or_fault(request)  # noqa: E731
             limits = self.role.limits_for(request)
             user = folder = None
-            if request.trusted:  # a variant of the course's own: not confined, watched by the reporter
-                pid, pidfd = self.beside.fork()
-                if pid == 0:
-                    confine.become_plain_run(body, limits=limits, keep_fds=keep, memory_fd=memory)
-                try:
-                    reporter.watch(self.link, pid, pidfd, report)
-                finally:
-                    os.close(pidfd)
+            if request.trusted:  # a variant of the course's own: not confined
+                self.start_beside(0, report, lambda: confine.become_plain_run(
+                    body, limits=limits, keep_fds=keep, memory_fd=memory))
                 return
             if self.role.confinement == confine.CONFINED and request.task != "collect":
-                # pid 1 of namespaces of its own, watched by the reporter: no guard between
-                pid, pidfd = self.beside.fork(confine.RUN_NAMESPACES)
-                if pid == 0:
-                    confine.become_confined_run(body, user=request.user, limits=limits, keep_fds=keep,
-                                                report_fd=report, memory_fd=memory, readable=self.role.readable)
-                try:
-                    reporter.watch(self.link, pid, pidfd, report)
-                finally:
-                    os.close(pidfd)
+                # pid 1 of namespaces of its own: no guard between
+                self.start_beside(confine.RUN_NAMESPACES, report, lambda: confine.become_confined_run(
+                    body, user=request.user, limits=limits, keep_fds=keep, report_fd=report, memory_fd=memory,
+                    readable=self.role.readable))
                 return
             if self.role.confinement != confine.CONFINED:
                 user = confine.run_uid(request.user)
@@ -182,6 +172,20 @@ class Loop:
         finally:
             for fd in fds:
                 os.close(fd)
+
+    def start_beside(self, namespaces: int, report: int, become) -> None:
+        """Clone a run beside this process, in new `namespaces`, where it calls
+        become() (which never returns); the reporter watches it and writes
+        its end on `report`."""
+        from ol.grading import reporter
+
+        pid, pidfd = self.beside.fork(namespaces)
+        if pid == 0:
+            become()
+        try:
+            reporter.watch(self.link, pid, pidfd, report)
+        finally:
+            os.close(pidfd)
 
     def reap(self) -> None:
         while True:
