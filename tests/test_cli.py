@@ -202,17 +202,17 @@ def test_sigterm_unwinds_main_only_while_it_runs(capsys):
     heard = []
     previous = signal.signal(signal.SIGTERM, lambda *_: heard.append("caller"))
     try:
-        original_list = cli.build_parser
+        original_build_parser = cli.build_parser
 
         def terminated_while_parsing(*args, **kwargs):
             os.kill(os.getpid(), signal.SIGTERM)
-            return original_list(*args, **kwargs)
+            return original_build_parser(*args, **kwargs)
 
         cli.build_parser = terminated_while_parsing
         try:
             assert cli.main(["list"], root=ROOT) == 143
         finally:
-            cli.build_parser = original_list
+            cli.build_parser = original_build_parser
         assert "terminated" in capsys.readouterr().err and heard == []
         assert cli.main(["--help"], root=ROOT) == 0
         os.kill(os.getpid(), signal.SIGTERM)
