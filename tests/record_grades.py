@@ -68,7 +68,7 @@ CHECK_TIMEOUT = 3600   # seconds for one `ol check`; a hung grader is an entry w
 
 def suites(scratch: Path, checkout: Path) -> list[tuple[str, str, Path, str]]:
     """(key, module, test folder, sharing) of every suite to grade."""
-    from ol.catalog import load_catalog
+    from ol.core.catalog import load_catalog
 
     found = []
     for module, prefix in SUITE_PREFIX.items():
@@ -95,7 +95,7 @@ def suites(scratch: Path, checkout: Path) -> list[tuple[str, str, Path, str]]:
 def student_checkout(dest: Path) -> Path:
     """A copy of this checkout whose student tree holds the reference of
     every graded module (the course tests pass on it)."""
-    from ol.catalog import REFERENCE_TREE, STUDENT_TREE, load_catalog
+    from ol.core.catalog import REFERENCE_TREE, STUDENT_TREE, load_catalog
 
     checkout = copy_checkout(dest)
     for module in load_catalog(ROOT).modules:

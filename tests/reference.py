@@ -12,7 +12,7 @@ import importlib
 from functools import cache
 
 from kit import ROOT
-from ol.overlay import Source, install_overlay
+from ol.core.overlay import Source, install_overlay
 
 REFERENCE = ROOT / "course" / "reference" / "python"
 

@@ -1,4 +1,4 @@
-"""Kit tests of ol.arguments: a bad value names the argument and what was expected."""
+"""Kit tests of ol.core.arguments: a bad value names the argument and what was expected."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from ol.arguments import MAX_TIME_LIMIT, module_verb, positive_int, seconds, whole_number
-from ol.deps import MINE, REFERENCE, UNSTARTED, policy_of
+from ol.core.arguments import MAX_TIME_LIMIT, module_verb, positive_int, seconds, whole_number
+from ol.core.deps import MINE, REFERENCE, UNSTARTED, policy_of
 
 
 @pytest.mark.parametrize(("parse", "text", "said"), [

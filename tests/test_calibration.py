@@ -106,7 +106,7 @@ def graded(request):
 
 
 def test_every_graded_module_has_three_honest_suites():
-    from ol.catalog import load_catalog
+    from ol.core.catalog import load_catalog
 
     graded_modules = [m.id for m in load_catalog(ROOT).modules if m.grading]
     assert sorted(SUITE_PREFIX) == sorted(graded_modules)

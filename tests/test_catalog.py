@@ -1,4 +1,4 @@
-"""Kit tests of ol.catalog: the real catalog, and the errors a broken one gives."""
+"""Kit tests of ol.core.catalog: the real catalog, and the errors a broken one gives."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ol.catalog import COURSE_TESTS_SUPPORT, CatalogError, NotGraded, UnknownModule, dotted_name, load_catalog
+from ol.core.catalog import COURSE_TESTS_SUPPORT, CatalogError, NotGraded, UnknownModule, dotted_name, load_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -5,7 +5,7 @@ milestone, and every fenced block in it is executed by the convention of
 tests/chapter_blocks.py:
 
 - python blocks run on the reference in `ol shell`'s namespace (the names
-  ol.shell binds, each block in a fresh namespace), and each output block is
+  ol.student.shell binds, each block in a fresh namespace), and each output block is
   what its block prints, to the digits shown; a comment showing a result is
   refused;
 - every python block pastes as it is into `ol shell MODULE --ref-deps -c ...`
@@ -47,9 +47,9 @@ import pytest
 
 from chapter_blocks import (commands, contract_problems, output_problems, read_blocks, result_comments)
 from kit import ROOT, copy_checkout, explain, home_env, run_ol, sampled_home
-from ol.catalog import REFERENCE_TREE, STUDENT_TREE, load_catalog
-from ol.deps import REFERENCE
-from ol.milestone import load_milestones
+from ol.core.catalog import REFERENCE_TREE, STUDENT_TREE, load_catalog
+from ol.core.deps import REFERENCE
+from ol.student.milestone import load_milestones
 
 CATALOG = load_catalog(ROOT)
 MILESTONES = load_milestones(ROOT)
@@ -80,13 +80,13 @@ def blocks_of(chapter: str, *kinds: str):
 
 # ---- python blocks, in the shell's namespace ------------------------------------------------
 
-# Runs in the child that ol.shell.shell_environment prepares: each block (stdin: a JSON list of
+# Runs in the child that ol.student.shell.shell_environment prepares: each block (stdin: a JSON list of
 # sources) in a namespace of its own, bound as `ol shell` binds __main__; stdout: for each, what it
 # printed and the traceback if it raised.
 _RUN_BLOCKS = r"""
 import builtins, contextlib, io, json, os, sys, traceback
-from ol.overlay import install_from_env
-from ol.shell import NAMES_ENV, bind_ready_names
+from ol.core.overlay import install_from_env
+from ol.student.shell import NAMES_ENV, bind_ready_names
 
 finder = install_from_env()
 with open(os.environ[NAMES_ENV], encoding="utf-8") as file:
@@ -108,7 +108,7 @@ json.dump(results, sys.__stdout__)
 
 def run_python_blocks(module, sources: list[str]) -> list[dict]:
     """Each source run on the reference in ol shell's namespace for `module`."""
-    from ol.shell import shell_environment
+    from ol.student.shell import shell_environment
 
     with shell_environment(ROOT, CATALOG, module, REFERENCE, implementation="reference") as (_, env):
         done = subprocess.run([sys.executable, "-c", _RUN_BLOCKS], input=json.dumps(sources), env=env, cwd=ROOT,
@@ -347,7 +347,7 @@ def test_l75s_transposed_wo_case_is_the_chapters_example():
     """The course test's case is the transpose of a valid wo, and of another shape than a valid one (H * D = 12,
     d = 8; with H * D = d, as in the other cases, a transposed wo has the valid shape and nothing can see it).
     An attention that accepts a wo either way round fails the case; the reference passes it."""
-    from ol.runner import run_course_tests
+    from ol.student.runner import run_course_tests
 
     reference = (REFERENCE_TREE_PATH / "tinyllm/modern/attention.py").read_text(encoding="utf-8")
     forgiving = reference.replace(

@@ -21,10 +21,10 @@ from fractions import Fraction
 import pytest
 
 from kit import ROOT, explain, run_ol
-from ol.catalog import load_catalog
-from ol.class_grading.gradebook import (DAY, HOUR, ExportRow, LatePolicy, ManifestError, parse_duration,
+from ol.core.catalog import load_catalog
+from ol.instructor.class_grading.gradebook import (DAY, HOUR, ExportRow, LatePolicy, ManifestError, parse_duration,
                                         parse_late_penalty, parse_share, read_manifest, write_export)
-from ol.class_grading.points import points
+from ol.instructor.class_grading.points import points
 
 MODULE = load_catalog(ROOT).get("L7.3")
 TABLE = MODULE.grading.points
@@ -169,8 +169,8 @@ def test_a_renamed_copy_of_a_test_file_ranks_above_honest_students_who_all_wrote
     write much the same code) and their own tests; one student hands in a
     renamed copy of another's test file.  That pair comes first, alone."""
     from test_class_grading import CALIBRATION, MODEL_ANSWER, REFERENCE_ROPE, renamed
-    from ol.class_grading.copies import similar_pairs
-    from ol.class_grading.grade_cli import _starter
+    from ol.instructor.class_grading.copies import similar_pairs
+    from ol.instructor.class_grading.grade_cli import _starter
 
     def suite(folder) -> str:
         return "\n".join(p.read_text() for p in sorted(folder.glob("*.py")))
@@ -194,9 +194,9 @@ def test_a_renamed_copy_of_a_test_file_ranks_above_honest_students_who_all_wrote
 def outcome_of(**result):
     """An Outcome read from a record whose check gave `result` (CheckResult's
     fields), or, with not_graded, one the check never ran on."""
-    from ol.class_grading.checkout import catalog_pitfalls
-    from ol.class_grading.one import GradeRecord
-    from ol.class_grading.outcome import read_outcome
+    from ol.instructor.class_grading.checkout import catalog_pitfalls
+    from ol.instructor.class_grading.one import GradeRecord
+    from ol.instructor.class_grading.outcome import read_outcome
     from ol.grading.check import CheckResult
 
     not_graded = result.pop("not_graded", None)
@@ -207,7 +207,7 @@ def outcome_of(**result):
 
 def graded_outcome():
     from ol.grading.check import PitfallOutcome, Survivor
-    from ol.class_grading.checkout import catalog_pitfalls
+    from ol.instructor.class_grading.checkout import catalog_pitfalls
 
     pitfalls = [PitfallOutcome(p["id"], p["misconception"], p["symptom"], p["id"] != "s02")
                 for p in catalog_pitfalls(ROOT, MODULE)]
@@ -220,7 +220,7 @@ def test_gradescope_says_an_entry_was_not_run_instead_of_failing_it():
     """Gradescope's specs.md: status is "passed" or "failed" and overrides the
     score rule; an entry with neither score nor status marks neither.  A
     submission the check never ran on failed no pitfall: each says it was not run."""
-    from ol.class_grading.gradescope import results_json
+    from ol.instructor.class_grading.gradescope import results_json
     from test_class_grading import valid_results
 
     data = results_json(outcome_of(not_graded={"reason": "no rope.py: expected python/tinyllm/modern/rope.py",
@@ -241,7 +241,7 @@ def test_gradescope_says_an_entry_was_not_run_instead_of_failing_it():
 
 @pytest.mark.parametrize("visibility", ["visible", "hidden", "after_due_date", "after_published"])
 def test_gradescope_visibility_is_set_on_the_mutation_and_pitfall_entries(visibility):
-    from ol.class_grading.gradescope import results_json
+    from ol.instructor.class_grading.gradescope import results_json
 
     data = results_json(graded_outcome(), TABLE, "full", visibility=visibility)
     course, *rest = data["tests"]
@@ -252,8 +252,8 @@ def test_gradescope_visibility_is_set_on_the_mutation_and_pitfall_entries(visibi
 
 
 def test_the_feedback_levels_map_to_what_each_gradescope_entry_shows():
-    """The table in ol.class_grading.gradescope's docstring, entry by entry."""
-    from ol.class_grading.gradescope import results_json
+    """The table in ol.instructor.class_grading.gradescope's docstring, entry by entry."""
+    from ol.instructor.class_grading.gradescope import results_json
 
     shown = {level: results_json(graded_outcome(), TABLE, level) for level in ("none", "summary", "full")}
     for level, data in shown.items():
@@ -274,7 +274,7 @@ def test_ol_gradescope_puts_visibility_and_time_limit_in_the_bundle(tmp_path, mo
     import json
     import zipfile
 
-    from ol.class_grading import gradescope, one
+    from ol.instructor.class_grading import gradescope, one
     from ol.grading import confine
 
     r = run_ol(ROOT, "gradescope", "L7.3", "--out", str(tmp_path / "a.zip"), "--visibility", "after_due_date",

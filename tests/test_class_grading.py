@@ -53,12 +53,12 @@ from pathlib import Path
 import pytest
 
 from kit import ROOT, explain, processes_with, run_ol, sampled_home, snapshot
-from ol.catalog import load_catalog
-from ol.class_grading import copies
-from ol.class_grading.archives import MAX_MEMBERS
-from ol.class_grading.one import GradeRecord
-from ol.class_grading.submissions import read_submissions, student_names, take
-from ol.workspace import fresh_stubs, starter_test_text
+from ol.core.catalog import load_catalog
+from ol.instructor.class_grading import copies
+from ol.instructor.class_grading.archives import MAX_MEMBERS
+from ol.instructor.class_grading.one import GradeRecord
+from ol.instructor.class_grading.submissions import read_submissions, student_names, take
+from ol.student.workspace import fresh_stubs, starter_test_text
 
 REFERENCE_ROPE = ROOT / "course/reference/python/tinyllm/modern/rope.py"
 MODEL_ANSWER = ROOT / "course/reference/python/tests/l7-3-rope"
@@ -235,8 +235,8 @@ def test_a_bomb_of_a_million_members_is_refused_within_a_small_memory_bound(bad_
         resource.setrlimit(resource.RLIMIT_AS, (400 << 20, 400 << 20))
         sys.path.insert(0, {str(ROOT / "python")!r})
         from pathlib import Path
-        from ol.catalog import load_catalog
-        from ol.class_grading.submissions import read_submissions
+        from ol.core.catalog import load_catalog
+        from ol.instructor.class_grading.submissions import read_submissions
         module = load_catalog(Path({str(ROOT)!r})).get("L7.3")
         print(read_submissions(Path(sys.argv[1]), module)[0].refused)
     """)
@@ -567,9 +567,9 @@ def test_each_student_gets_a_report_in_their_own_words(graded, synthetic_class):
 @pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_feedback_levels_hand_back_less_or_more(graded, tmp_path):
-    from ol.class_grading.feedback import write_feedback
-    from ol.class_grading.checkout import catalog_pitfalls, graded_source
-    from ol.class_grading.outcome import read_outcome
+    from ol.instructor.class_grading.feedback import write_feedback
+    from ol.instructor.class_grading.checkout import catalog_pitfalls, graded_source
+    from ol.instructor.class_grading.outcome import read_outcome
 
     out, _ = graded
     table, pitfalls = MODULE.grading.points, catalog_pitfalls(ROOT, MODULE)
@@ -794,9 +794,9 @@ def test_gradescope_shows_the_class_as_ol_grade_does(graded):
     """Each record of the class as results.json: the maximum always the
     catalog's total, the score the row's points, the top line the row's reason,
     the misconceptions by name, the survivors' diffs."""
-    from ol.class_grading.gradescope import results_json
-    from ol.class_grading.checkout import catalog_pitfalls
-    from ol.class_grading.outcome import read_outcome
+    from ol.instructor.class_grading.gradescope import results_json
+    from ol.instructor.class_grading.checkout import catalog_pitfalls
+    from ol.instructor.class_grading.outcome import read_outcome
 
     out, _ = graded
     table = MODULE.grading.points

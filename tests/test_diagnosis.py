@@ -29,8 +29,8 @@ import pytest
 
 from kit import ROOT
 from ol.grading.mutants import load_pitfalls
-from ol.runner import run_course_tests
-from ol.verify import COURSE_TESTS_TIME_LIMIT
+from ol.student.runner import run_course_tests
+from ol.instructor.verify import COURSE_TESTS_TIME_LIMIT
 
 REFERENCE = ROOT / "course/reference/python"
 REFERENCE_ROPE = REFERENCE / "tinyllm/modern/rope.py"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from kit import ROOT
-from ol.catalog import CatalogError, load_catalog
+from ol.core.catalog import CatalogError, load_catalog
 from ol.grading.check import CheckRequest, MutantLine, check_module
 from ol.grading.features import feature_floors, feature_line
 from ol.grading.report import to_text

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from kit import ROOT, explain, run_ol, sampled_home
-from ol.catalog import STUDENT_TREE, load_catalog
+from ol.core.catalog import STUDENT_TREE, load_catalog
 
 CATALOG = load_catalog(ROOT)
 MIN_CHARS = 20
@@ -70,10 +70,10 @@ def strings_in(value) -> list[str]:
 @pytest.mark.needs_confinement
 @pytest.mark.parametrize("module_id, hands_in", [(m, "alternate") for m in sorted(WEAK)] + [("L7.3", "reference")])
 def test_no_line_of_the_reference_reaches_a_student(module_id, hands_in, tmp_path):
-    from ol.class_grading.checkout import catalog_pitfalls
-    from ol.class_grading.gradescope import results_json
-    from ol.class_grading.one import GradeRecord
-    from ol.class_grading.outcome import read_outcome
+    from ol.instructor.class_grading.checkout import catalog_pitfalls
+    from ol.instructor.class_grading.gradescope import results_json
+    from ol.instructor.class_grading.one import GradeRecord
+    from ol.instructor.class_grading.outcome import read_outcome
 
     module = CATALOG.get(module_id)
     grading = module.grading

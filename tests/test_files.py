@@ -1,4 +1,4 @@
-"""Kit tests of ol.files: a file is replaced whole or not at all.
+"""Kit tests of ol.core.files: a file is replaced whole or not at all.
 
 Every file `ol` writes for a person or a later run (state, caches, reports,
 grades, the Gradescope bundle) goes through write_whole or whole, so an
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ol.files import whole, write_whole
+from ol.core.files import whole, write_whole
 
 OLD = "the old grades, whole\n" * 100
 NEW = "the new grades\n" * 1000

@@ -10,7 +10,7 @@ import math
 import pytest
 
 from kit import ROOT
-from ol.catalog import CatalogError, load_catalog
+from ol.core.catalog import CatalogError, load_catalog
 from ol.grading.check import CheckRequest, check_module
 from ol.grading.floors import Floor, function_floors, public_names
 from ol.grading.html_report import to_html
@@ -79,10 +79,10 @@ def test_a_suite_that_never_calls_rope_spec_fails_l7_4_on_its_floor():
     assert data["passed"] is False and data["floors"] == result.floors
     assert said in to_html(result, (ROOT / "course/reference/python/tinyllm/modern/rope_scaling.py").read_text(), "x")
 
-    from ol.class_grading.feedback import markdown
-    from ol.class_grading.gradescope import results_json
-    from ol.class_grading.one import GradeRecord
-    from ol.class_grading.outcome import NOT_PASSED, read_outcome
+    from ol.instructor.class_grading.feedback import markdown
+    from ol.instructor.class_grading.gradescope import results_json
+    from ol.instructor.class_grading.one import GradeRecord
+    from ol.instructor.class_grading.outcome import NOT_PASSED, read_outcome
 
     points = load_catalog(ROOT).get("L7.4").grading.points
     outcome = read_outcome(GradeRecord.from_json({**data, "student": "ann", "names": {}}), points, [])

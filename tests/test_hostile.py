@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from kit import ROOT, explain, run_ol, sampled_home
-from ol.files import write_whole
+from ol.core.files import write_whole
 from ol.grading.protocol import parse_note_line
 from ol.grading.session import GradingSession
 from ol.grading.static_check import NESTED_TOO_DEEPLY, check_test_folder
@@ -236,7 +236,7 @@ def test_a_report_of_files_and_tests_left_out_reads_both():
 
 def test_a_time_limit_is_read_only_from_a_number():
     """A timeout's failure text may be the student's own words: "1.2.3 s" is no limit (float() raised)."""
-    from ol.class_grading.outcome import _limit_in
+    from ol.instructor.class_grading.outcome import _limit_in
 
     assert _limit_in("it had not ended; the time limit is 1.2.3 s") is None
     assert _limit_in("the time limit is 20.0 s of processor time").group(1) == "20.0"

@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from kit import ROOT, copy_checkout, explain, run_ol
-from ol.catalog import REFERENCE_TREE
+from ol.core.catalog import REFERENCE_TREE
 from ol.grading.check import CheckRequest, CheckResult, PitfallOutcome, check_module
 from ol.grading.html_report import GENERATOR, ReportPathError, report_path, to_html, write_report
 from ol.grading.report import floored

@@ -1,4 +1,4 @@
-"""Kit tests of ol.overlay and its pytest plugin: exact module names come from
+"""Kit tests of ol.core.overlay and its pytest plugin: exact module names come from
 the mapped source, everything else imports normally."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ol.overlay import Source, install_overlay, remove_overlay
-from ol.runner import child_env
+from ol.core.overlay import Source, install_overlay, remove_overlay
+from ol.student.runner import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -97,7 +97,7 @@ def test_pytest_plugin_installs_the_overlay_from_the_environment(tmp_path):
         "    assert olx_file.ANSWER == 'from a file'\n"
     )
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", str(tmp_path / "test_plugged.py"), "-p", "ol.pytest_overlay",
+        [sys.executable, "-m", "pytest", str(tmp_path / "test_plugged.py"), "-p", "ol.core.pytest_overlay",
          "-p", "no:cacheprovider", "-q"],
         cwd=tmp_path, env=child_env(ROOT, OL_OVERLAY=str(overlay_file)), capture_output=True, text=True,
     )

@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 from fixture_checks import assert_regenerates_exactly, run_oracle
-from ol.overlay import install_overlay, remove_overlay
+from ol.core.overlay import install_overlay, remove_overlay
 from reference import reference_mapping
 
 REPO = Path(__file__).resolve().parents[1]

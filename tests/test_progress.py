@@ -1,10 +1,10 @@
-"""Kit tests of ol.progress: the one progress bar of ol check and ol grade."""
+"""Kit tests of ol.core.progress: the one progress bar of ol check and ol grade."""
 
 from __future__ import annotations
 
 import io
 
-from ol.progress import Bar, duration
+from ol.core.progress import Bar, duration
 
 
 class Terminal(io.StringIO):

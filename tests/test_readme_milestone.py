@@ -1,7 +1,7 @@
 """The README's table of the modules a milestone runs is the catalog's.
 
 For every [[milestone]] of course/catalog.toml the README holds, between
-its two markers, exactly what ol.milestone.module_table writes from the
+its two markers, exactly what ol.student.milestone.module_table writes from the
 catalog: every module the run imports (modules_of: the needs and what they
 need), so that a module added to a milestone's needs, or a title changed,
 shows up here until the README says it.  Each module the table names has
@@ -16,8 +16,8 @@ import re
 import pytest
 
 from kit import ROOT
-from ol.catalog import load_catalog
-from ol.milestone import load_milestones, module_table, modules_of
+from ol.core.catalog import load_catalog
+from ol.student.milestone import load_milestones, module_table, modules_of
 
 CATALOG = load_catalog(ROOT)
 MILESTONES = load_milestones(ROOT)

@@ -1,4 +1,4 @@
-"""One meaning for --ref-deps, and --ref-unstarted beside it (issue 30; ol.deps).
+"""One meaning for --ref-deps, and --ref-unstarted beside it (issue 30; ol.core.deps).
 
 - Where each module comes from, for every command that runs code: the
   runner's plan (tests, watch, diff, shell), the grading session's student
@@ -25,12 +25,12 @@ import shutil
 import pytest
 
 from kit import ROOT, copy_checkout, explain, run_ol
-from ol.catalog import REFERENCE_TREE, STUDENT_TREE, load_catalog
-from ol.deps import MINE, REFERENCE, UNSTARTED, PartlyStarted, started
+from ol.core.catalog import REFERENCE_TREE, STUDENT_TREE, load_catalog
+from ol.core.deps import MINE, REFERENCE, UNSTARTED, PartlyStarted, started
 from ol.grading.check import CheckResult, Survivor
 from ol.grading.report import to_text
-from ol.milestone import get_milestone, plan_milestone
-from ol.runner import NotReady, plan_overlay
+from ol.student.milestone import get_milestone, plan_milestone
+from ol.student.runner import NotReady, plan_overlay
 
 VERBS = ("tests", "watch", "shell", "check", "diff", "milestone")
 WHERE = {"tinyllm.modern.rope": "L7.3", "tinyllm.autograd.nn": "L0.3", "tinyllm.autograd.tensor": "L0.1"}
@@ -107,7 +107,7 @@ def test_the_milestone_serves_the_needs_by_the_same_rule(checkout):
     assert all(w != "yours" for m, w in every.items() if m != "L7.3"), "--ref-deps: only the subject is yours"
     some = rows(UNSTARTED)
     assert some["L7.3"] == "yours" and some["L7.5"] == "yours" and some["L0.3"].startswith("the reference"), some
-    from ol.milestone import MilestoneNotReady
+    from ol.student.milestone import MilestoneNotReady
 
     with pytest.raises(MilestoneNotReady, match="--ref-unstarted"):
         rows(MINE)

@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from kit import ROOT, copy_checkout, explain, run_ol
-from ol.catalog import REFERENCE_TREE, load_catalog
+from ol.core.catalog import REFERENCE_TREE, load_catalog
 from ol.grading.session import GradingSession
-from ol.release import scan_kit
+from ol.instructor.release import scan_kit
 
 MODULES = ("L7.3", "L7.4")
 RELEASED = (*MODULES, "L7.5")   # L7.5: its local check judges the chapter's features

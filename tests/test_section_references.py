@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from ol.catalog import load_catalog
+from ol.core.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = load_catalog(ROOT)

@@ -29,7 +29,7 @@ import pytest
 
 from fixture_checks import assert_regenerates_exactly
 from kit import ROOT, copy_checkout, explain, run_ol
-from ol.milestone.compare import LOGIT_ATOL, judge_logits, judge_tokenizer
+from ol.student.milestone.compare import LOGIT_ATOL, judge_logits, judge_tokenizer
 from reference import reference_modules
 
 sys.path.insert(0, str(ROOT / "course" / "tests"))

@@ -1,4 +1,4 @@
-"""Kit tests of ol.state: states derived from files and records, atomic
+"""Kit tests of ol.core.state: states derived from files and records, atomic
 writes, and a corrupt file that is reported and kept, never lost."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ol.catalog import load_catalog
-from ol.state import CHECKED, NOT_STARTED, PASSING, STARTED, StateStore
+from ol.core.catalog import load_catalog
+from ol.core.state import CHECKED, NOT_STARTED, PASSING, STARTED, StateStore
 
 CATALOG = """
 [[module]]

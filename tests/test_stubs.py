@@ -1,4 +1,4 @@
-"""Kit tests of ol.stubs: contracts become stubs that keep every signature,
+"""Kit tests of ol.student.stubs: contracts become stubs that keep every signature,
 docstring and comment, import cleanly, and raise NotImplementedError naming
 the module, the function, the student's file and the contract."""
 
@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ol.catalog import dotted_name, load_catalog
-from ol.overlay import Source, install_overlay, remove_overlay
-from ol.stubs import StubError, stub_source
+from ol.core.catalog import dotted_name, load_catalog
+from ol.core.overlay import Source, install_overlay, remove_overlay
+from ol.student.stubs import StubError, stub_source
 from reference import reference_mapping
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,8 +23,8 @@ from ol.grading.check import CheckRequest, check_module
 from ol.grading.report import to_text, witness_sentence
 from ol.grading.session import GradingSession
 from ol.grading.witnesses import WITNESS_FIELDS, find_witnesses
-from ol.call_recording import load_module
-from ol.witness_replay import Raised, _differs
+from ol.grading.call_recording import load_module
+from ol.grading.witness_replay import Raised, _differs
 from reference import reference_modules
 
 (tensor,) = reference_modules("tinyllm.autograd.tensor")
@@ -117,7 +117,7 @@ def test_a_neighbour_keeps_its_numbers_type_or_is_not_tried():
     search), an IntEnum has no neighbours, a float none past its range."""
     import enum
 
-    from ol.witness_replay import _changed
+    from ol.grading.witness_replay import _changed
 
     class Layout(enum.IntEnum):
         HALF = 5

@@ -9,7 +9,7 @@ in LAZY_VERBS and imported only when they are run; such a module defines
     def run(args: argparse.Namespace, ctx: ol.cli.Context) -> int
     TAKES_PYTEST_ARGS = True     (optional: it accepts `-- ARGS` for pytest)
 
-Exit codes (ol.exits): 0 ok; 1 a failure (tests fail, `diff` refused); 2 the
+Exit codes (ol.core.exits): 0 ok; 1 a failure (tests fail, `diff` refused); 2 the
 command could not run as asked (usage errors, an unknown module, a module or
 its needs not started, a fault of the grader); 130 and 143 when stopped by
 SIGINT or SIGTERM, which leave no process or temporary folder behind.
@@ -28,16 +28,16 @@ from functools import cached_property
 from pathlib import Path
 from typing import TextIO
 
-from ol import deps, student_kit
-from ol.arguments import module_arg, module_args, module_verb
-from ol.catalog import CATALOG_PATH, Catalog, Module, load_catalog
-from ol.errors import OlError
-from ol.exits import ERROR, INTERRUPTED, NOT_PASSED, OK, TERMINATED
-from ol.native_build import C_FLAGS, SHARED_FLAGS, NoCompiler, c_files, find_compiler, include_dirs
-from ol.runner import (PYTEST_NO_TESTS, PYTEST_USAGE_ERROR, NotReady, TestRun, plan_overlay, run_course_tests,
+from ol.core import deps, student_kit
+from ol.core.arguments import module_arg, module_args, module_verb
+from ol.core.catalog import CATALOG_PATH, Catalog, Module, load_catalog
+from ol.core.errors import OlError
+from ol.core.exits import ERROR, INTERRUPTED, NOT_PASSED, OK, TERMINATED
+from ol.student.native_build import C_FLAGS, SHARED_FLAGS, NoCompiler, c_files, find_compiler, include_dirs
+from ol.student.runner import (PYTEST_NO_TESTS, PYTEST_USAGE_ERROR, NotReady, TestRun, plan_overlay, run_course_tests,
                        run_student_tests)
-from ol.state import PASSING, STARTED, StateStore
-from ol.workspace import BACKUP_DIR, reference_diff, remove_module, reset_module, start_module
+from ol.core.state import PASSING, STARTED, StateStore
+from ol.student.workspace import BACKUP_DIR, reference_diff, remove_module, reset_module, start_module
 
 
 WORKFLOW = """\
@@ -138,14 +138,14 @@ VERBS: dict[str, Verb] = {}
 # Verbs implemented elsewhere: name -> (module defining configure and run, summary).
 LAZY_VERBS: dict[str, tuple[str, str]] = {
     "check": ("ol.grading.check_cli", "the course tests, then the mutation grade of your own tests"),
-    "watch": ("ol.watch", "run the tests again each time you save a file (--mine: your own tests)"),
-    "shell": ("ol.shell", "a Python prompt (or -c CODE) with tinyllm as the module's tests see it"),
-    "verify": ("ol.verify", "instructor: the reference passes, stubs fail, pitfalls are caught"),
-    "grade": ("ol.class_grading.grade_cli", "instructor: grade a folder of submissions (grades.csv, summary.md)"),
-    "gradescope": ("ol.class_grading.gradescope", "instructor: build a Gradescope autograder bundle"),
-    "milestone": ("ol.milestone.milestone_cli", "a whole model on your modules: MS-L7 runs SmolLM2-135M against transformers"),
-    "release": ("ol.release", "instructor: write the student kit without the answers (--solutions: add them)"),
-    "submit": ("ol.submit", "write MODULE-submission.zip, checked as the grader will take it"),
+    "watch": ("ol.student.watch", "run the tests again each time you save a file (--mine: your own tests)"),
+    "shell": ("ol.student.shell", "a Python prompt (or -c CODE) with tinyllm as the module's tests see it"),
+    "verify": ("ol.instructor.verify", "instructor: the reference passes, stubs fail, pitfalls are caught"),
+    "grade": ("ol.instructor.class_grading.grade_cli", "instructor: grade a folder of submissions (grades.csv, summary.md)"),
+    "gradescope": ("ol.instructor.class_grading.gradescope", "instructor: build a Gradescope autograder bundle"),
+    "milestone": ("ol.student.milestone.milestone_cli", "a whole model on your modules: MS-L7 runs SmolLM2-135M against transformers"),
+    "release": ("ol.instructor.release", "instructor: write the student kit without the answers (--solutions: add them)"),
+    "submit": ("ol.student.submit", "write MODULE-submission.zip, checked as the grader will take it"),
 }
 
 
@@ -315,7 +315,7 @@ def _static_findings(ctx: Context, module: Module) -> int:
 
 
 def _deps_phrase(ctx: Context, module: Module, policy: str) -> str:
-    """", with L0.1 from the reference and your own L7.3": where the needs come from (ol.deps)."""
+    """", with L0.1 from the reference and your own L7.3": where the needs come from (ol.core.deps)."""
     closure = [m.id for m in ctx.catalog.needs_closure(module)]
     referenced = _referenced(ctx, module, policy)
     given = [m for m in closure if m in referenced]
@@ -367,7 +367,7 @@ def _exit_code(run: TestRun) -> int:
     return ERROR if run.exit_code == PYTEST_USAGE_ERROR else NOT_PASSED
 
 
-# ./ol tests' arguments; ./ol watch takes the same (ol/watch.py)
+# ./ol tests' arguments; ./ol watch takes the same (ol/student/watch.py)
 tests_arguments = module_verb(mine="run your own tests (the module's student test folder) instead of the course tests")
 
 register(Verb(

@@ -9,7 +9,7 @@ results on the inputs of the course tests, wherever both give one:
     results["s02"].problems        # [] when they agree
 
 The course tests run once on the reference, with every call to the module
-under test recorded (ol.pytest_call_recorder); each recorded call is then
+under test recorded (ol.grading.pytest_call_recorder); each recorded call is then
 replayed on each pitfall's edit and on its chaff around the reference.  The
 comparison is generic: nothing in it knows a module or a pitfall, so it is
 run again, unchanged, whenever a reference, a pitfall or a chaff changes.
@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ol.catalog import REFERENCE_TREE
+from ol.core.catalog import REFERENCE_TREE
 from ol.grading.chaffs import load_chaffs
 from ol.grading.session import GradingFault, GradingSession
 
@@ -51,7 +51,7 @@ def compare_chaffs_with_edits(root: Path, module_id: str, *, session: GradingSes
     """{pitfall id: Comparison} for every pitfall of the module (which must
     have chaffs).  Raises GradingFault when the course tests cannot be
     recorded (the reference failing them, the recorder failing)."""
-    from ol.runner import run_tests
+    from ol.student.runner import run_tests
 
     session = session or GradingSession(root, module_id)
     grading, module = session.grading, session.module
@@ -65,7 +65,7 @@ def compare_chaffs_with_edits(root: Path, module_id: str, *, session: GradingSes
                       for p in pitfalls],
         }), encoding="utf-8")
         run = run_tests(session.root, module, [session.root / module.course_tests], implementation="reference",
-                        pytest_args=["-p", "ol.pytest_call_recorder", "--ol-record", str(settings), "-q"],
+                        pytest_args=["-p", "ol.grading.pytest_call_recorder", "--ol-record", str(settings), "-q"],
                         capture=True, catalog=session.catalog)
         if not run.ok or not out.is_file():
             raise GradingFault(f"the course tests of {module.id} could not be recorded on the reference "

@@ -30,8 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ol.catalog import Grading
-from ol.errors import OlError
+from ol.core.catalog import Grading
+from ol.core.errors import OlError
 from ol.grading.protocol import BASE_MODULE, RunRequest   # BASE_MODULE: the name a chaff imports its base by
 from ol.grading.variants import Variant
 

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ol.errors import OlError
+from ol.core.errors import OlError
 from ol.grading import clone, confine
 from ol.grading.collector_link import SuiteBroke
 from ol.grading.sandbox import SandboxFault
@@ -190,7 +190,7 @@ class CheckRequest:
     the last check are kept."""
 
     tests: Path | None = None       # default: the student's folder for the module
-    ref_deps: bool | str = False    # where the course tests take the module's needs from (ol.deps)
+    ref_deps: bool | str = False    # where the course tests take the module's needs from (ol.core.deps)
     course_tests: bool = True       # False: skip step 2 (ol verify grades the model answer)
     isolated: bool = False          # collect the suite afresh in every run, as the instructor's grade does
     require_confinement: bool = False   # refuse to run unconfined (the instructor's side); implies isolated
@@ -496,7 +496,7 @@ class _Stages:
 
 
 def _course_reason(module_id: str, ref_deps: bool | str) -> str:
-    from ol.deps import flag
+    from ol.core.deps import flag
 
     return ("course tests fail on your code: fix them first (./ol tests "
             f"{module_id}{flag(ref_deps)})")

@@ -7,10 +7,10 @@ import json
 import os
 from pathlib import Path
 
-from ol.arguments import MAX_TIME_LIMIT, html_file, module_args, positive_int, seconds, whole_number
-from ol.deps import from_reference, policy_of
-from ol.errors import OlError
-from ol.exits import ERROR, NOT_PASSED, OK
+from ol.core.arguments import MAX_TIME_LIMIT, html_file, module_args, positive_int, seconds, whole_number
+from ol.core.deps import from_reference, policy_of
+from ol.core.errors import OlError
+from ol.core.exits import ERROR, NOT_PASSED, OK
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -67,8 +67,8 @@ def run(args: argparse.Namespace, ctx) -> int:
     from ol.grading.check import CheckRequest, check_module
     from ol.grading.html_report import report_path
     from ol.grading.report import to_json, to_text
-    from ol.state import CHECKED
-    from ol.student_kit import released
+    from ol.core.state import CHECKED
+    from ol.core.student_kit import released
 
     try:
         module = ctx.module(args.module)
@@ -117,9 +117,9 @@ def run(args: argparse.Namespace, ctx) -> int:
 def _write_html(ctx, module, result, path: Path, stream) -> None:
     """Write the page for `result` to `path`, and say where it is (on
     `stream`: stderr when stdout holds the JSON)."""
-    from ol.catalog import REFERENCE_TREE, STUDENT_TREE
+    from ol.core.catalog import REFERENCE_TREE, STUDENT_TREE
     from ol.grading.html_report import to_html, write_report
-    from ol.student_kit import released
+    from ol.core.student_kit import released
 
     tree = STUDENT_TREE if released(ctx.root, module.id) else REFERENCE_TREE   # the file the mutants change
     source_path = f"{tree}/{module.grading.target}"
@@ -132,7 +132,7 @@ class _Progress:
     """on_event for check_module: the bar counts verdicts against the plan's runs."""
 
     def __init__(self, stream):
-        from ol.progress import Bar
+        from ol.core.progress import Bar
 
         self.bar, self.killed = Bar(total=1, stream=stream), 0
 

@@ -10,7 +10,7 @@ Kept in memory for the life of the process (ol grade compiles each variant
 once for the whole class) and on disk beside the mutants' cache, one file
 per digest of this Python's magic number, the origin and the text.  Only
 the course's own variants are compiled here: a student's text is compiled
-in its confined run, never in the observer.  The loader (ol.overlay)
+in its confined run, never in the observer.  The loader (ol.core.overlay)
 compiles the text itself when the magic number is not its own's: the cache
 saves time and decides nothing.
 """
@@ -23,7 +23,7 @@ import importlib.util
 import marshal
 from pathlib import Path
 
-from ol.files import write_whole
+from ol.core.files import write_whole
 
 MAGIC = importlib.util.MAGIC_NUMBER.hex()
 _kept: dict[str, dict] = {}

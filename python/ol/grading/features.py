@@ -1,7 +1,7 @@
 """A floor per feature of the chapter: a suite that leaves something the
 chapter teaches untested does not pass, whatever its overall score.
 
-The catalog's [[module.grading.features]] (ol.catalog.Feature) say what a
+The catalog's [[module.grading.features]] (ol.core.catalog.Feature) say what a
 module teaches as the calls that exercise it.  A counted mutant belongs to
 the feature its witness's call is (ol.grading.witnesses: the smallest call
 of the course tests on which it and the reference differ), so a mutant only

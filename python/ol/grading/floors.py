@@ -23,7 +23,7 @@ import ast
 import math
 from dataclasses import dataclass
 
-from ol.errors import OlError
+from ol.core.errors import OlError
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ import dataclasses
 import html
 from pathlib import Path
 
-from ol.errors import OlError
-from ol.files import write_whole
+from ol.core.errors import OlError
+from ol.core.files import write_whole
 from ol.grading.check import CheckResult, MutantLine
 from ol.grading.floors import floor_line
 from ol.grading.report import (COURSE_OUTPUT_HEADING, course_failure_lines, floored, implementation_name, left_out_line,

@@ -45,8 +45,8 @@ import dataclasses
 import tomllib
 from pathlib import Path
 
-from ol.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, NotGraded, dotted_name, load_catalog
-from ol.errors import OlError
+from ol.core.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, NotGraded, dotted_name, load_catalog
+from ol.core.errors import OlError
 from ol.grading.chaffs import chaff_variants, load_chaffs
 from ol.grading.check import CheckRequest, CheckResult, check_module
 from ol.grading.sandbox import SandboxFault

@@ -30,8 +30,8 @@ import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ol.errors import OlError
-from ol.files import write_whole
+from ol.core.errors import OlError
+from ol.core.files import write_whole
 
 MUTMUT_VERSION = "3.8.1"
 MODULE_SCOPE = "<module>"

@@ -36,7 +36,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from ol.files import write_whole
+from ol.core.files import write_whole
 from ol.grading.session import GradingSession
 from ol.grading.suite_code import SuiteDigests
 
@@ -110,5 +110,5 @@ class VerdictCache:
 def code_digest(student_source: str, overrides: dict, ref_deps: bool | str) -> str:
     """A hash of the code the course tests run on: the student's file, the
     student's files of the modules it needs that the reference does not serve,
-    and where the needs come from (ref_deps: a policy of ol.deps, or a bool)."""
+    and where the needs come from (ref_deps: a policy of ol.core.deps, or a bool)."""
     return hashlib.sha256(json.dumps([student_source, overrides, ref_deps], sort_keys=True).encode()).hexdigest()

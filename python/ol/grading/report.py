@@ -7,7 +7,7 @@ implementation differ (ol.grading.witnesses), grouped by the public function
 that call reaches; then its diff (in a student kit, of the student's own
 code; here, where the reference is in the repository anyway, of the
 reference).  Every report a class gets back shows the witness alone
-(ol.class_grading.feedback).
+(ol.instructor.class_grading.feedback).
 """
 
 from __future__ import annotations

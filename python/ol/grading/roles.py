@@ -66,7 +66,7 @@ class Role:
         if self.runs_root is not None:
             self.runs_root.mkdir(mode=0o711, exist_ok=True)
             os.chmod(self.runs_root, 0o711)
-        from ol.overlay import Source, install_overlay
+        from ol.core.overlay import Source, install_overlay
 
         install_overlay({name: Source.from_text(text["source"], text["origin"]) for name, text in setup["modules"].items()})
 
@@ -244,7 +244,7 @@ class ImplRole(Role):
 
         from ol.grading.compiled import loaded
         from ol.grading.serve import serve
-        from ol.overlay import Source, install_overlay
+        from ol.core.overlay import Source, install_overlay
 
         from ol.grading.protocol import BASE_MODULE
 

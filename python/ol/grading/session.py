@@ -21,8 +21,8 @@ import os
 import sys
 from pathlib import Path
 
-from ol.catalog import CONTRACT_TREE, COURSE_TESTS_SUPPORT, REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
-from ol.errors import OlError
+from ol.core.catalog import CONTRACT_TREE, COURSE_TESTS_SUPPORT, REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
+from ol.core.errors import OlError
 from ol.grading import confine
 from ol.grading.sandbox import Setup
 from ol.grading.scheduler import Scheduler
@@ -57,7 +57,7 @@ class GradingSession:
     suite_needs_passing_code = False
     variants_must_import = False    # a variant caught without importing counts (a student kit's does not)
     # Survivors are shown by their witness (ol.grading.witnesses), found by replaying the calls the
-    # course tests make on this tree's code (ol.runner's implementation): here the course's own,
+    # course tests make on this tree's code (ol.student.runner's implementation): here the course's own,
     # trusted reference.  A kit records them on the student's own code, on the student's own machine.
     survivors_have_witnesses = True
     witnesses_recorded_on = "reference"
@@ -101,9 +101,9 @@ class GradingSession:
 
     def student_variant(self, ref_deps: bool | str) -> tuple[Variant, dict]:
         """The student's own file, and the student's files of every module it
-        needs that ol.deps does not take from the reference under `ref_deps`
+        needs that ol.core.deps does not take from the reference under `ref_deps`
         (False, True, or "unstarted"), as overrides for the implementation's side."""
-        from ol.deps import from_reference
+        from ol.core.deps import from_reference
 
         path = self.root / STUDENT_TREE / self.grading.target
         student = Variant("student", _text(path, whose="your"), f"{STUDENT_TREE}/{self.grading.target}")

@@ -23,7 +23,7 @@ import hashlib
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
-from ol.errors import OlError
+from ol.core.errors import OlError
 
 SKIPPED_FOLDERS = frozenset({"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints"})
 # pytest's defaults `python_files`, `python_functions`, `python_classes` (the

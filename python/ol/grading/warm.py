@@ -19,7 +19,7 @@ after the run:
 
     on a guard's end    (outside the namespace confinement, as root) every
                         process of the run's user killed, then the run's
-                        folder removed (ol.removal: no tree can fault it);
+                        folder removed (ol.core.removal: no tree can fault it);
                         whatever cannot be removed is written to stderr,
                         which the observer keeps for its fault messages
 
@@ -202,7 +202,7 @@ class Loop:
         """After a run's guard has ended, however it ended: every process of
         the run's user killed, its folder removed."""
         from ol.grading import confine
-        from ol.removal import remove_tree
+        from ol.core.removal import remove_tree
 
         if user is not None:
             confine.kill_user(user)

@@ -8,10 +8,10 @@
 A surviving mutant is shown to a student as its witness, never as its diff:
 the diff is a line of the reference, which stays secret wherever students
 are graded.  A witness is found among the calls the course tests make to
-the module's public contract, smallest first (ol.witness_replay, inside
+the module's public contract, smallest first (ol.grading.witness_replay, inside
 one run of the course tests on the reference with every call recorded,
-ol.pytest_call_recorder), then among their neighbours (one number of a
-call changed: ol.witness_replay).  A mutant on which no such call differs
+ol.grading.pytest_call_recorder), then among their neighbours (one number of a
+call changed: ol.grading.witness_replay).  A mutant on which no such call differs
 has no witness: it is possibly equivalent, said so, and still counted.
 
 Mutants, the reference and the course tests are the course's own, trusted
@@ -32,7 +32,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ol.files import write_whole
+from ol.core.files import write_whole
 from ol.grading.mutants import _default_cache_dir
 
 SEARCH_SECONDS = 900   # the whole search: the course tests recorded once, every mutant replayed on their calls
@@ -47,7 +47,7 @@ class Witness:
     got: str         # what the broken one gives instead
     where: str       # the first place they differ: "out[0, 1]", "out[1]'s dtype and shape";
                      # "" when one of them raises (expected and got then say "raises ...", "returns ...")
-    feature: str = ""   # the catalog's feature whose calls this is (ol.catalog.Feature), "" for none
+    feature: str = ""   # the catalog's feature whose calls this is (ol.core.catalog.Feature), "" for none
     test: str = ""      # the course test that makes the call (its node id): where its elided arrays are
 
     def sentence(self) -> str:
@@ -92,11 +92,8 @@ def _witness(entry: dict | None) -> Witness | None:
 
 def cache_file(session) -> Path:
     """Keyed by everything that shapes a witness: the session's fingerprint (the reference, the course
-    tests, the grader's code) and the replay's code outside ol.grading."""
-    ol = Path(__file__).resolve().parents[1]
-    replay = b"".join((ol / name).read_bytes()
-                      for name in ("witness_replay.py", "pytest_call_recorder.py", "call_recording.py"))
-    key = hashlib.sha256(session.fingerprint().encode() + replay).hexdigest()[:24]
+    tests, the grader's code, the replay's among it)."""
+    key = hashlib.sha256(session.fingerprint().encode()).hexdigest()[:24]
     return _default_cache_dir() / f"witnesses-{session.module.id}-{key}.json"
 
 
@@ -112,8 +109,8 @@ def _search(session, mutants: list) -> dict[str, dict]:
     """Run the course tests once on the session's correct implementation (the reference, or in a
     kit the student's own code), recording, and search each mutant's witness."""
     from ol.grading.session import GradingFault
-    from ol.overlay import Source
-    from ol.runner import run_tests
+    from ol.core.overlay import Source
+    from ol.student.runner import run_tests
 
     module = session.module
     with tempfile.TemporaryDirectory(prefix="ol-witnesses-") as scratch:
@@ -129,7 +126,7 @@ def _search(session, mutants: list) -> dict[str, dict]:
         try:
             run = run_tests(session.root, module, [session.root / module.course_tests], sources=sources,
                             implementation=session.witnesses_recorded_on,
-                            pytest_args=["-p", "ol.pytest_call_recorder", "--ol-record", str(settings), "-q"],
+                            pytest_args=["-p", "ol.grading.pytest_call_recorder", "--ol-record", str(settings), "-q"],
                             capture=True, catalog=session.catalog, timeout=SEARCH_SECONDS)
         except subprocess.TimeoutExpired:
             raise GradingFault(f"the witnesses of {module.id}'s mutants could not be searched within "

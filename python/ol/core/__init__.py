@@ -1,0 +1,16 @@
+"""What every command shares (the package's map: ol/__init__.py).
+
+    arguments.py             argument types and flags that more than one command takes
+    catalog.py               the course catalog (course/catalog.toml): modules, needs, paths
+    student_kit.py           is this checkout a student kit, and what does it hold back
+    deps.py                  where a run's other modules come from: --ref-deps and --ref-unstarted
+    overlay.py               the import hook that picks each module's source
+    pytest_overlay.py        pytest plugin: installs the overlay from $OL_OVERLAY
+    pytest_results.py        pytest plugin: writes per-test outcomes to $OL_RESULTS
+    state.py                 progress per module (.ol/state.json) for `ol list`
+    progress.py              a progress bar: one line on a terminal, redrawn in place
+    files.py                 writing a file whole or not at all
+    removal.py               removing a folder tree that a run may have shaped
+    errors.py                the one exception type a command turns into a message and an exit code
+    exits.py                 the exit codes of every command
+"""
