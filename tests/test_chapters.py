@@ -347,7 +347,7 @@ def test_l75s_transposed_wo_case_is_the_chapters_example():
     """The course test's case is the transpose of a valid wo, and of another shape than a valid one (H * D = 12,
     d = 8; with H * D = d, as in the other cases, a transposed wo has the valid shape and nothing can see it).
     An attention that accepts a wo either way round fails the case; the reference passes it."""
-    from ol.student.runner import run_course_tests
+    from ol.core.runner import run_course_tests
 
     reference = (REFERENCE_TREE_PATH / "tinyllm/modern/attention.py").read_text(encoding="utf-8")
     forgiving = reference.replace(

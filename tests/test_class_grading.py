@@ -55,9 +55,9 @@ import pytest
 from kit import ROOT, explain, processes_with, run_ol, sampled_home, snapshot
 from ol.core.catalog import load_catalog
 from ol.instructor.class_grading import copies
-from ol.instructor.class_grading.archives import MAX_MEMBERS
+from ol.core.archives import MAX_MEMBERS
 from ol.instructor.class_grading.one import GradeRecord
-from ol.instructor.class_grading.submissions import read_submissions, student_names, take
+from ol.core.submissions import read_submissions, student_names, take
 from ol.student.workspace import fresh_stubs, starter_test_text
 
 REFERENCE_ROPE = ROOT / "course/reference/python/tinyllm/modern/rope.py"
@@ -236,7 +236,7 @@ def test_a_bomb_of_a_million_members_is_refused_within_a_small_memory_bound(bad_
         sys.path.insert(0, {str(ROOT / "python")!r})
         from pathlib import Path
         from ol.core.catalog import load_catalog
-        from ol.instructor.class_grading.submissions import read_submissions
+        from ol.core.submissions import read_submissions
         module = load_catalog(Path({str(ROOT)!r})).get("L7.3")
         print(read_submissions(Path(sys.argv[1]), module)[0].refused)
     """)

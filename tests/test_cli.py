@@ -164,7 +164,7 @@ def test_the_summary_counts_test_items_and_names_them_by_id():
     import io
 
     from ol.cli import Context, _summarize
-    from ol.student.runner import TestOutcome, TestRun
+    from ol.core.runner import TestOutcome, TestRun
 
     file = "course/tests/L7.3/test_rope.py"
     outcomes = [TestOutcome(f"{file}::test_hand_example", "passed"),

@@ -29,7 +29,7 @@ import pytest
 
 from kit import ROOT
 from ol.grading.mutants import load_pitfalls
-from ol.student.runner import run_course_tests
+from ol.core.runner import run_course_tests
 from ol.instructor.verify import COURSE_TESTS_TIME_LIMIT
 
 REFERENCE = ROOT / "course/reference/python"

@@ -37,7 +37,7 @@ from ol.grading.session import GradingSession, read_folder
 from ol.grading.variants import Variant
 from ol.grading.grader import PASSED, TIMEOUT, Grader, SuiteProblem
 from ol.grading.static_check import check_test_folder
-from ol.grading.test_folder import is_test_file
+from ol.core.test_folder import is_test_file
 
 SUITES = ROOT / "tests" / "grading_suites"
 REFERENCE_ROPE = ROOT / "course/reference/python/tinyllm/modern/rope.py"

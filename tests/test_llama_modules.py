@@ -32,7 +32,7 @@ from kit import ROOT
 from ol.grading import proxy
 from ol.grading.serve import serve
 from ol.grading.wire import Encoder, WireError
-from ol.student.runner import run_course_tests
+from ol.core.runner import run_course_tests
 from reference import reference_modules
 
 sys.path.insert(0, str(ROOT / "course" / "tests"))

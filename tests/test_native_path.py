@@ -10,7 +10,7 @@
 - Without a compiler, `ol tests` exits 2 and says what to install.
 - The runner: the reference C passes the course tests, and a fresh stub fails
   every course test (each one calls the C).
-- ol.student.c_stubs on a synthetic header; ol.student.native_build's compiler search and
+- ol.student.c_stubs on a synthetic header; ol.core.native_build's compiler search and
   its flags, which must stay those of setup.py.
 - The L9.6 chapter exists, names the header, the course tests and every
   course test function, and only TL_ROPE_ names the header defines.
@@ -30,8 +30,8 @@ import pytest
 from kit import ROOT, copy_checkout, explain, run_ol, snapshot
 from ol.student.c_stubs import c_stub_source
 from ol.core.catalog import load_catalog
-from ol.student.native_build import C_FLAGS, SHARED_FLAGS, NoCompiler, build_native, find_compiler
-from ol.student.runner import plan_overlay, run_course_tests
+from ol.core.native_build import C_FLAGS, SHARED_FLAGS, NoCompiler, build_native, find_compiler
+from ol.core.runner import plan_overlay, run_course_tests
 from ol.student.stubs import StubError
 from ol.student.workspace import fresh_stubs
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ol.core.overlay import Source, install_overlay, remove_overlay
-from ol.student.runner import child_env
+from ol.core.runner import child_env
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Kit tests of ol.student.runner: the reference passes every course test and a fresh
+"""Kit tests of ol.core.runner: the reference passes every course test and a fresh
 stub fails every one (for every Python module of the course), and the runner
 picks each module's source as asked without writing into the repository."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ol.core.catalog import load_catalog
-from ol.student.runner import (PYTEST_NO_TESTS, PYTEST_USAGE_ERROR, NotReady, TestOutcome, plan_overlay,
+from ol.core.runner import (PYTEST_NO_TESTS, PYTEST_USAGE_ERROR, NotReady, TestOutcome, plan_overlay,
                        run_course_tests, run_student_tests)
 from ol.student.workspace import fresh_stubs
 

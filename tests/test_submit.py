@@ -10,7 +10,7 @@ import pytest
 
 from kit import ROOT, copy_checkout, explain, run_ol
 from ol.core.catalog import load_catalog
-from ol.instructor.class_grading.submissions import take
+from ol.core.submissions import take
 
 MODULE = load_catalog(ROOT).get("L7.3")
 ROPE = "python/tinyllm/modern/rope.py"

@@ -1,4 +1,4 @@
-"""Kit tests of ol.grading.test_folder: the student's test folder as the
+"""Kit tests of ol.core.test_folder: the student's test folder as the
 static check, the sandbox, the re-check and `ol grade` all read it.  (That
 is_test_file is what pytest collects, and the static check's two former
 drifts: tests/test_grading.py.)"""
@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from ol.grading import test_folder
-from ol.grading.test_folder import SKIPPED_FOLDERS, SuiteUnreadable, TestFolder
+from ol.core import test_folder
+from ol.core.test_folder import SKIPPED_FOLDERS, SuiteUnreadable, TestFolder
 
 
 def make(folder, files: dict[str, bytes]):

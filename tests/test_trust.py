@@ -163,7 +163,7 @@ def assert_stopped(cheat: str, mode: str, result) -> None:
     of source can see the cheat."""
     result = result if isinstance(result, dict) else result.to_json()
     assert not result["passed"], f"{cheat} passed ({mode})"
-    if result.get("not_graded"):    # ol grade screened it out before any check (ol.instructor.class_grading.precheck)
+    if result.get("not_graded"):    # ol grade screened it out before any check (ol.core.screening)
         return
     assert result["reason"] is not None or result["score"] <= MAX_CHEAT_SCORE, (
         f"{cheat} scored {result['score']:.2f} ({result['killed']}/{result['counted']}) in the {mode} check")

@@ -33,8 +33,8 @@ from ol.core.arguments import module_arg, module_args, module_verb
 from ol.core.catalog import CATALOG_PATH, Catalog, Module, load_catalog
 from ol.core.errors import OlError
 from ol.core.exits import ERROR, INTERRUPTED, NOT_PASSED, OK, TERMINATED
-from ol.student.native_build import C_FLAGS, SHARED_FLAGS, NoCompiler, c_files, find_compiler, include_dirs
-from ol.student.runner import (PYTEST_NO_TESTS, PYTEST_USAGE_ERROR, NotReady, TestRun, plan_overlay, run_course_tests,
+from ol.core.native_build import C_FLAGS, SHARED_FLAGS, NoCompiler, c_files, find_compiler, include_dirs
+from ol.core.runner import (PYTEST_NO_TESTS, PYTEST_USAGE_ERROR, NotReady, TestRun, plan_overlay, run_course_tests,
                        run_student_tests)
 from ol.core.state import PASSING, STARTED, StateStore
 from ol.student.workspace import BACKUP_DIR, reference_diff, remove_module, reset_module, start_module

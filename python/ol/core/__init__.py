@@ -10,6 +10,12 @@
     state.py                 progress per module (.ol/state.json) for `ol list`
     progress.py              a progress bar: one line on a terminal, redrawn in place
     files.py                 writing a file whole or not at all
+    test_folder.py           a test folder as every reader takes it: its files, its test files (pytest's rule)
+    runner.py                a module's course tests, or the student's own, in a pytest subprocess
+    native_build.py          a module's C files compiled into a shared library for a test run
+    archives.py              one entry of a class (folder, zip, tarball) read into memory within its limits
+    submissions.py           the submissions of a class, or one student's: unique names, the files the catalog names
+    screening.py             what can be said of a submission before it is graded (a missing or unparsable file)
     removal.py               removing a folder tree that a run may have shaped
     errors.py                the one exception type a command turns into a message and an exit code
     exits.py                 the exit codes of every command

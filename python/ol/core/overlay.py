@@ -151,7 +151,7 @@ OVERLAY_ENV = "OL_OVERLAY"
 def install_from_env(variable: str = OVERLAY_ENV) -> OverlayFinder | None:
     """Install the overlay described by the JSON file that $OL_OVERLAY names
     ({module name: {"path": FILE} or {"source": TEXT, "origin": PATH}}, as
-    ol.student.runner.serving writes it); None, and nothing installed, without it."""
+    ol.core.runner.serving writes it); None, and nothing installed, without it."""
     path = os.environ.get(variable)
     if not path:
         return None

@@ -6,7 +6,7 @@ The file holds {"outcomes": [{"nodeid", "outcome"}, ...], "deselected": N}:
 the outcomes in the order pytest reported them, where outcome is "passed",
 "failed", "skipped", or "error" (a failure in setup or teardown, or a file
 that could not be collected, e.g. an import error); N counts the tests that
--k or -m left out.  ol.student.runner reads it into a TestRun.
+-k or -m left out.  ol.core.runner reads it into a TestRun.
 """
 
 from __future__ import annotations

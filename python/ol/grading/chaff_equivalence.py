@@ -51,7 +51,7 @@ def compare_chaffs_with_edits(root: Path, module_id: str, *, session: GradingSes
     """{pitfall id: Comparison} for every pitfall of the module (which must
     have chaffs).  Raises GradingFault when the course tests cannot be
     recorded (the reference failing them, the recorder failing)."""
-    from ol.student.runner import run_tests
+    from ol.core.runner import run_tests
 
     session = session or GradingSession(root, module_id)
     grading, module = session.grading, session.module

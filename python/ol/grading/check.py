@@ -52,7 +52,7 @@ from ol.grading.recheck import VerdictCache, code_digest
 from ol.grading.rejected import rejected_tests
 from ol.grading.grader import FAILED, NOT_IMPORTED, NOT_RUN, REFUSED, CourseRun, Grader, SuiteProblem, Verdict
 from ol.grading.static_check import FILE, Violation, check_student_tests
-from ol.grading.test_folder import TestFolder
+from ol.core.test_folder import TestFolder
 from ol.grading.witnesses import find_witnesses
 
 DEFAULT_TIME_LIMIT = 60.0   # processor seconds: the course tests, collecting the suite, a correct run

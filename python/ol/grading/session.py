@@ -28,7 +28,7 @@ from ol.grading.sandbox import Setup
 from ol.grading.scheduler import Scheduler
 from ol.grading.mutants import MutantSet, build_mutant_set
 from ol.grading.variants import Variant
-from ol.grading.test_folder import SuiteUnreadable, TestFolder
+from ol.core.test_folder import SuiteUnreadable, TestFolder
 
 SANDBOX_ENV = {
     **confine.ONE_BLAS_THREAD,
@@ -57,7 +57,7 @@ class GradingSession:
     suite_needs_passing_code = False
     variants_must_import = False    # a variant caught without importing counts (a student kit's does not)
     # Survivors are shown by their witness (ol.grading.witnesses), found by replaying the calls the
-    # course tests make on this tree's code (ol.student.runner's implementation): here the course's own,
+    # course tests make on this tree's code (ol.core.runner's implementation): here the course's own,
     # trusted reference.  A kit records them on the student's own code, on the student's own machine.
     survivors_have_witnesses = True
     witnesses_recorded_on = "reference"
@@ -209,7 +209,8 @@ class GradingSession:
         reference, alternates, pitfalls, equivalents, contract, course tests,
         fixtures, the library, and the grader's own code."""
         digest = hashlib.sha256()
-        paths = [Path(__file__).resolve().parent.glob("*.py")]
+        grading = Path(__file__).resolve().parent
+        paths = [grading.glob("*.py"), [grading.parent / "core" / "test_folder.py"]]   # the grader's code, its test-folder rules
         for path in sorted(p for group in paths for p in group):
             digest.update(path.read_bytes())
         for relative in ("course/catalog.toml", self.grading.pitfalls, self.grading.equivalent,
@@ -251,7 +252,7 @@ def host_sys_path(root: Path) -> list[str]:
 
 def read_folder(folder: Path, prefix: str) -> dict[str, bytes]:
     """Every file under `folder` as {prefix/relative path: bytes}, read as the
-    student's test folder is (ol.grading.test_folder: the same caches
+    student's test folder is (ol.core.test_folder: the same caches
     skipped; links and oversized folders raise SuiteUnreadable), whether it
     holds the student's tests, the course tests or the mutants."""
     return TestFolder(folder).read(prefix)

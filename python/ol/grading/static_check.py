@@ -29,7 +29,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 
 from ol.core.catalog import REFERENCE_TREE, Catalog, Module, dotted_name
-from ol.grading.test_folder import TEST_CLASS_PREFIX, TEST_FUNCTION_PREFIX, TestFolder, is_test_file
+from ol.core.test_folder import TEST_CLASS_PREFIX, TEST_FUNCTION_PREFIX, TestFolder, is_test_file
 
 # Builtins that read files, run text as code, or reach the interpreter's state.
 FORBIDDEN_CALLS = {

@@ -31,7 +31,7 @@ import json
 import re
 from pathlib import Path, PurePosixPath
 
-from ol.grading.test_folder import TEST_CLASS_PREFIX, TEST_FUNCTION_PREFIX, TestFolder, is_test_file
+from ol.core.test_folder import TEST_CLASS_PREFIX, TEST_FUNCTION_PREFIX, TestFolder, is_test_file
 
 
 

@@ -110,7 +110,7 @@ def _search(session, mutants: list) -> dict[str, dict]:
     kit the student's own code), recording, and search each mutant's witness."""
     from ol.grading.session import GradingFault
     from ol.core.overlay import Source
-    from ol.student.runner import run_tests
+    from ol.core.runner import run_tests
 
     module = session.module
     with tempfile.TemporaryDirectory(prefix="ol-witnesses-") as scratch:

@@ -118,7 +118,7 @@ def kit_files(root: Path, catalog: Catalog, released: list[Module]) -> dict[str,
 
 
 def _reference_files(root: Path, module: Module) -> set[str]:
-    from ol.student.native_build import native_bindings
+    from ol.core.native_build import native_bindings
 
     files = {f"{REFERENCE_TREE}/{f}" for f in module.files}
     files.update(f"{REFERENCE_TREE}/{f}" for f in native_bindings(module).values())

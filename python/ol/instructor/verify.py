@@ -70,7 +70,7 @@ def verify_module(root: Path, module_id: str, *, workers: int = 2,
 
 def _verify_course_tests(root: Path, module: Module, result: VerifyResult, workers: int) -> None:
     """An ungraded module: the reference passes its course tests, a stub fails them."""
-    from ol.student.runner import run_course_tests
+    from ol.core.runner import run_course_tests
     from ol.student.workspace import fresh_stubs
 
     catalog = load_catalog(root)

@@ -58,7 +58,7 @@ def c_stub_source(header_text: str, module_id: str, student_path: str, contract_
         "tinyllm/native/tl_rope.c".
     contract_path: where the header lives, relative to the repository; the stub
         includes it by its file name, so its folder must be on the include path
-        (ol.student.native_build adds it).
+        (ol.core.native_build adds it).
 
     Raises StubError if the header declares no function, or one that cannot be stubbed.
     """

@@ -78,10 +78,10 @@ def run(args: argparse.Namespace, ctx) -> int:
 @contextmanager
 def shell_environment(root, catalog, module, policy, implementation: str = "student"):
     """`with shell_environment(root, catalog, module, policy) as (served, env)`:
-    tinyllm served as `ol shell` serves it (ol.student.runner.serving), and the
+    tinyllm served as `ol shell` serves it (ol.core.runner.serving), and the
     environment of a child that runs BOOT.  implementation="reference" serves
     the reference for every module (the kit's chapter tests run so)."""
-    from ol.student.runner import serving
+    from ol.core.runner import serving
 
     sources = {} if implementation == "reference" else _reference_until_started(root, module)
     with serving(root, module, catalog=catalog, implementation=implementation, ref_deps=policy,

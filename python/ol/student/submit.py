@@ -10,9 +10,9 @@ else.  Before writing it, each thing the grader looks at is checked, in the
 grader's own words:
 
     the files at their paths   the archive, read back as `ol grade` reads a
-                               submission (ol.instructor.class_grading.submissions),
+                               submission (ol.core.submissions),
                                gives exactly these files
-    they parse                 every .py file (ol.instructor.class_grading.precheck)
+    they parse                 every .py file (ol.core.screening)
     the import rules           the static check of `ol check` (ol.grading.static_check)
     the course tests run       on the student's code, with --ref-deps as the grade runs them
 
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace, ctx) -> int:
 def collect(root: Path, module) -> dict[str, bytes]:
     """{checkout path: bytes}: the module's files that exist, and every file
     of the student's test folder (as the grader reads a folder)."""
-    from ol.grading.test_folder import TestFolder
+    from ol.core.test_folder import TestFolder
 
     files = {}
     for name in module.files:
@@ -102,7 +102,7 @@ def collect(root: Path, module) -> dict[str, bytes]:
 
 def check(ctx, module, files: dict[str, bytes]) -> tuple[list[str], list[str], list[str]]:
     """(problems that leave nothing to grade, other problems, what is fine)."""
-    from ol.instructor.class_grading.precheck import parse_problem
+    from ol.core.screening import parse_problem
 
     fatal, problems, checked = [], [], []
     for name in module.files:
@@ -142,8 +142,8 @@ def check(ctx, module, files: dict[str, bytes]) -> tuple[list[str], list[str], l
 
 def read_back(files: dict[str, bytes], module) -> set[str]:
     """The checkout paths `ol grade` takes from the archive of `files`."""
-    from ol.instructor.class_grading.archives import Refused
-    from ol.instructor.class_grading.submissions import take
+    from ol.core.archives import Refused
+    from ol.core.submissions import take
 
     try:
         return set(take(files, module).files)
@@ -152,7 +152,7 @@ def read_back(files: dict[str, bytes], module) -> set[str]:
 
 
 def _course_tests(ctx, module) -> str:
-    from ol.student.runner import NotReady, run_course_tests
+    from ol.core.runner import NotReady, run_course_tests
 
     try:
         run = run_course_tests(ctx.root, module, ref_deps=True, capture=True, catalog=ctx.catalog)

@@ -38,7 +38,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx) -> int:
     from ol.cli import _tests
     from ol.core.deps import policy_of
-    from ol.student.runner import plan_overlay
+    from ol.core.runner import plan_overlay
 
     module = ctx.module(args.module)
     plan_overlay(ctx.root, module, catalog=ctx.catalog, ref_deps=policy_of(args))  # NotReady: say why, exit 2

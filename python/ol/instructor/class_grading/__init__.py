@@ -1,11 +1,9 @@
 """Grading a class: `ol grade` (a folder of submissions, on this machine or on
 a Ray cluster) and `ol gradescope` (an autograder bundle).  Every grade is
 `ol check MODULE --ref-deps`, isolated and confined, in a private copy of the
-checkout (python/ol/grading/README.md: the process and threat model).
+checkout (python/ol/grading/README.md: the process and threat model).  A
+submission is read and screened as `ol submit` reads it (ol.core.submissions).
 
-    archives.py      one entry (folder, zip, tarball) read into memory within its limits
-    submissions.py   a class's submissions: unique names, the files the catalog names
-    precheck.py      what can be said before grading (a missing or unparsable file)
     checkout.py      the instructor's checkout: its files, private copies of it, its pitfall list
     processes.py     the checks a grading runs, all ended on an interrupt
     one.py           grading one submission; GradeRecord, the check's result and what a grade adds

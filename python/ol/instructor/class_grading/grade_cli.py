@@ -7,8 +7,8 @@
     ./ol grade L7.3 submissions/ --deadline 2026-03-01T23:59 --late-penalty 10%/day --late-cap 50% --grace 15m
     ./ol grade L7.3 submissions/ --only bob carol         # grade these again, keep the others
 
-Each submission is read safely (ol.instructor.class_grading.submissions), screened
-(ol.instructor.class_grading.precheck: what can be said without grading), and graded like
+Each submission is read safely (ol.core.submissions), screened
+(ol.core.screening: what can be said without grading), and graded like
 `ol check MODULE --ref-deps`, isolated and confined, in a private copy of
 the checkout (ol.instructor.class_grading.one).  Submissions with the same files are graded once.
 Results go to DIR: grades.csv, <student>.json and summary.md
@@ -122,7 +122,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx) -> int:
     from ol.instructor.class_grading.gradebook import read_manifest
-    from ol.instructor.class_grading.submissions import read_submissions
+    from ol.core.submissions import read_submissions
     from ol.cli import Terminated
     from ol.grading import confine
     from ol.grading.check import require_confinement

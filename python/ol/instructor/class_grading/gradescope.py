@@ -305,8 +305,8 @@ def grade_submission(checkout: Path, config: dict, submission: Path) -> dict:
     from ol.instructor.class_grading.checkout import catalog_pitfalls
     from ol.instructor.class_grading.one import base_record, grade_one, not_graded_record
     from ol.instructor.class_grading.outcome import read_outcome
-    from ol.instructor.class_grading.precheck import Screening
-    from ol.instructor.class_grading.submissions import read_submission
+    from ol.core.screening import Screening
+    from ol.core.submissions import read_submission
     from ol.grading import confine
     from ol.grading.check import refusing_unconfined
 

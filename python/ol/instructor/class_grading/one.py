@@ -29,9 +29,9 @@ from pathlib import Path
 
 from ol.core.catalog import Module
 from ol.instructor.class_grading.checkout import copy_checkout
-from ol.instructor.class_grading.precheck import Screening, screen
+from ol.core.screening import Screening, screen
 from ol.instructor.class_grading.processes import CheckProcesses
-from ol.instructor.class_grading.submissions import Submission
+from ol.core.submissions import Submission
 from ol.grading.check import DEFAULT_TIME_LIMIT, CheckResult
 from ol.grading.confine import UNCONFINED
 
@@ -55,13 +55,13 @@ class GradeRecord:
     ignored: list[str] = field(default_factory=list)         # names in the submission that were not taken
     submitted: float | None = None  # the entry's own time (seconds since the epoch)
     unparsable: list[dict] = field(default_factory=list)     # test files that do not parse: {"file", "problem"}
-    no_tests: str | None = None     # what to say when no test file was taken (ol.instructor.class_grading.precheck)
-    taken_from: str = ""            # where the files were found, when deeper than expected (ol.instructor.class_grading.submissions)
+    no_tests: str | None = None     # what to say when no test file was taken (ol.core.screening)
+    taken_from: str = ""            # where the files were found, when deeper than expected (ol.core.submissions)
     confinement: str = ""           # what the check had in force (ol.grading.confine)
     result: CheckResult | None = None
     seconds: float = 0.0
     error: str | None = None        # a fault of the grader (not the student's): why, for the instructor
-    not_graded: dict | None = None  # {"reason", "details"} when the check was not run (ol.instructor.class_grading.precheck)
+    not_graded: dict | None = None  # {"reason", "details"} when the check was not run (ol.core.screening)
 
     def to_json(self) -> dict:
         own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)

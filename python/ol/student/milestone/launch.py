@@ -20,7 +20,7 @@ def run_child(ctx, milestone, plan, child_module: str, request: dict, folder: Pa
     (folder / "overlay.json").write_text(json.dumps({n: s.to_json() for n, s in plan.overlay.items()}),
                                          encoding="utf-8")
     (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
-    from ol.student.runner import child_env
+    from ol.core.runner import child_env
 
     env = child_env(ctx.root, OL_OVERLAY=str(folder / "overlay.json"))
     ctx.out.flush()

@@ -17,7 +17,7 @@ ol.core.pytest_overlay); it never copies or edits a file.
     run.exit_code, run.passed, run.failed, run.output
 
 A C module (L9.6) is compiled first, into the run's temporary folder
-(ol.student.native_build); its binding, tinyllm.native, always comes from the
+(ol.core.native_build); its binding, tinyllm.native, always comes from the
 reference, and TINYLLM_NATIVE_LIB points it at the fresh build.  A C file
 that does not compile stops the run with BuildFailed (exit 2 in the CLI).
 
@@ -45,7 +45,7 @@ from pathlib import Path
 from ol.core import deps
 from ol.core.catalog import REFERENCE_TREE, STUDENT_TREE, Catalog, Module, dotted_name, load_catalog
 from ol.core.errors import OlError
-from ol.student.native_build import LIBRARY_ENV, build_native, c_files, native_bindings
+from ol.core.native_build import LIBRARY_ENV, build_native, c_files, native_bindings
 from ol.core.overlay import Source
 
 IMPLEMENTATIONS = ("student", "reference")

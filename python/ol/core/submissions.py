@@ -29,7 +29,7 @@ the test folder (…/python/tests/l7-3-rope/, l7-3-rope/, tests/) holds the
 tests.  `taken_from` then says where the files were found; everything else
 is listed as ignored.
 
-Each entry is read by ol.instructor.class_grading.archives, which refuses what cannot be taken
+Each entry is read by ol.core.archives, which refuses what cannot be taken
 safely; a refusal, or any other failure to read, is that student's alone
 (`refused`), never the class's.
 
@@ -54,8 +54,8 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from ol.core.catalog import STUDENT_TREE, Module
-from ol.instructor.class_grading.archives import Refused, no_file_is_a_folder, read_entry, shown
-from ol.grading.test_folder import SKIPPED_FOLDERS, is_test_file
+from ol.core.archives import Refused, no_file_is_a_folder, read_entry, shown
+from ol.core.test_folder import SKIPPED_FOLDERS, is_test_file
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")
 SKIPPED_PARTS = SKIPPED_FOLDERS | {"__MACOSX", ".git", ".ol", ".DS_Store"}   # and an archive's junk

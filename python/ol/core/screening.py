@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from ol.core.catalog import STUDENT_TREE, Module
-from ol.instructor.class_grading.submissions import Submission
+from ol.core.submissions import Submission
 
 
 @dataclass(frozen=True)
