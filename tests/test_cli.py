@@ -163,7 +163,8 @@ def test_usage_errors_exit_2(checkout, elsewhere, args):
 def test_the_summary_counts_test_items_and_names_them_by_id():
     import io
 
-    from ol.cli import Context, _summarize
+    from ol.core.command import Context
+    from ol.student.tests_cli import summarize
     from ol.core.runner import TestOutcome, TestRun
 
     file = "course/tests/L7.3/test_rope.py"
@@ -171,7 +172,7 @@ def test_the_summary_counts_test_items_and_names_them_by_id():
                 TestOutcome(f"{file}::test_gradcheck_both_layouts_and_partial[half-None]", "failed")]
     outcomes += [TestOutcome(f"{file}::test_validation[case-{i}]", "failed" if i < 22 else "passed") for i in range(33)]
     out = io.StringIO()
-    _summarize(Context(ROOT, out=out), TestRun(1, tuple(outcomes)), "course tests of L7.3")
+    summarize(Context(ROOT, out=out), TestRun(1, tuple(outcomes)), "course tests of L7.3")
     assert out.getvalue().splitlines()[-1] == (
         "course tests of L7.3: 12 passed, 23 failed: test_gradcheck_both_layouts_and_partial[half-None], "
         "test_validation[case-0], test_validation[case-1], test_validation[case-2] and 19 more."
@@ -183,7 +184,7 @@ def test_a_lazy_verb_whose_code_is_missing_says_so(monkeypatch, capsys):
     verb whose module is absent explains itself and exits 2."""
     from ol import cli
 
-    monkeypatch.setitem(cli.LAZY_VERBS, "frobnicate", ("ol.no_such_module", "a verb not written yet"))
+    monkeypatch.setitem(cli.VERBS, "frobnicate", ("ol.no_such_module", "a verb not written yet"))
     assert cli.main(["frobnicate", "L7.3"], root=ROOT) == 2
     assert "not available yet" in capsys.readouterr().err
     assert cli.main(["--help"], root=ROOT) == 0

@@ -9,7 +9,7 @@ Each wing's __init__.py is its own map, as this one is the package's (a
 kit test, tests/test_package_map.py, holds every map against its folder,
 both ways):
 
-    cli.py          the command line: the parser, the verbs, the dispatch
+    cli.py          the command line: the parser, the one table of verbs, the dispatch
     core/           what every command shares: the catalog, the overlay, files, errors
     student/        what students run: start, tests, watch, shell, submit, milestones
     instructor/     what instructors run: verify, release, grade a class

@@ -1,5 +1,6 @@
 """What every command shares (the package's map: ol/__init__.py).
 
+    command.py               what every verb gets (Context) and how a command ends on SIGTERM (Terminated)
     arguments.py             argument types and flags that more than one command takes
     catalog.py               the course catalog (course/catalog.toml): modules, needs, paths
     student_kit.py           is this checkout a student kit, and what does it hold back

@@ -28,15 +28,15 @@ WATCHED_SUFFIXES = (".py", ".c", ".h")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from ol.cli import tests_arguments
+    from ol.student import tests_cli
 
-    tests_arguments(parser)
+    tests_cli.configure(parser)
     parser.add_argument("--poll", action="store_true",
                         help="look for changes by polling (when saving a file does not start a run)")
 
 
 def run(args: argparse.Namespace, ctx) -> int:
-    from ol.cli import _tests
+    from ol.student.tests_cli import run as run_tests
     from ol.core.deps import policy_of
     from ol.core.runner import plan_overlay
 
@@ -48,12 +48,12 @@ def run(args: argparse.Namespace, ctx) -> int:
              else f"started with Ctrl-C ignored, as a background job: kill {os.getpid()} stops")
     for changed in changes(folders, poll=args.poll):
         if not changed:
-            _tests(args, ctx)   # the first run, once the watcher is live
+            run_tests(args, ctx)   # the first run, once the watcher is live
         else:
             names = ", ".join(ctx.show(str(p.relative_to(ctx.root))) for p in changed)
             ctx.say(f"ol watch: {names} changed at {time.strftime('%H:%M:%S')}: running again", "")
             try:
-                _tests(args, ctx)
+                run_tests(args, ctx)
             except OlError as error:   # e.g. a file of the module deleted: say so, and keep watching
                 ctx.say(f"ol: {error}")
         ctx.say("", f"ol watch: waiting for a change in {shown} ({stops})")
@@ -76,7 +76,7 @@ def changes(folders: list[Path], *, poll: bool = False):
 
     # watchfiles turns any signal that arrives while it waits into
     # KeyboardInterrupt; SIGTERM must still end ol as SIGTERM does (exit 143),
-    # so its handler (ol.cli's) is wrapped to remember that it ran.
+    # so its handler (ol.core.command's) is wrapped to remember that it ran.
     terminated = []
     handler = signal.getsignal(signal.SIGTERM)
     if callable(handler):

@@ -123,7 +123,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx) -> int:
     from ol.instructor.class_grading.gradebook import read_manifest
     from ol.core.submissions import read_submissions
-    from ol.cli import Terminated
+    from ol.core.command import Terminated
     from ol.grading import confine
     from ol.grading.check import require_confinement
 

@@ -8,7 +8,7 @@ all when the grading is interrupted (Ctrl-C, SIGTERM).
 Each check runs in a session of its own (no terminal's Ctrl-C reaches it,
 so none outlives a grading that waits on it unawares).  stop() sends SIGTERM
 to each check's process group (a check ends its sandboxes on the way out,
-ol.cli: exit 143) and SIGKILL to what is left after STOP_GRACE seconds; a
+ol.core.command: exit 143) and SIGKILL to what is left after STOP_GRACE seconds; a
 run() then waiting on that check raises Interrupted at once, never a
 record: an ended check is no grade.  After stop(), run() starts nothing.
 An exception raised in the waiting thread itself (a cancelled Ray task
