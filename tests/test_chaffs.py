@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from kit import ROOT, copy_checkout
-from ol.instructor.answer_scan import scan_folder
 from ol.core.catalog import REFERENCE_TREE, load_catalog
 from ol.grading.chaff_equivalence import compare_chaffs_with_edits
 from ol.grading.chaffs import load_chaffs
-from ol.grading.session import GradingSession
 from ol.grading.grader import Grader
+from ol.grading.session import GradingSession
+from ol.instructor.answer_scan import scan_folder
 from ol.instructor.verify import COURSE_TESTS_TIME_LIMIT
 
 GRADED = [m.id for m in load_catalog(ROOT).modules if m.grading and m.grading.chaffs]

@@ -23,7 +23,7 @@ import pytest
 from kit import ROOT, explain, run_ol
 from ol.core.catalog import load_catalog
 from ol.instructor.class_grading.gradebook import (DAY, HOUR, ExportRow, LatePolicy, ManifestError, parse_duration,
-                                        parse_late_penalty, parse_share, read_manifest, write_export)
+                                                   parse_late_penalty, parse_share, read_manifest, write_export)
 from ol.instructor.class_grading.points import points
 
 MODULE = load_catalog(ROOT).get("L7.3")
@@ -194,10 +194,10 @@ def test_a_renamed_copy_of_a_test_file_ranks_above_honest_students_who_all_wrote
 def outcome_of(**result):
     """An Outcome read from a record whose check gave `result` (CheckResult's
     fields), or, with not_graded, one the check never ran on."""
+    from ol.grading.check import CheckResult
     from ol.instructor.class_grading.checkout import catalog_pitfalls
     from ol.instructor.class_grading.one import GradeRecord
     from ol.instructor.class_grading.outcome import read_outcome
-    from ol.grading.check import CheckResult
 
     not_graded = result.pop("not_graded", None)
     checked = CheckResult(module="L7.3", threshold=0.8, **result) if result else None
@@ -274,8 +274,8 @@ def test_ol_gradescope_puts_visibility_and_time_limit_in_the_bundle(tmp_path, mo
     import json
     import zipfile
 
-    from ol.instructor.class_grading import gradescope, one
     from ol.grading import confine
+    from ol.instructor.class_grading import gradescope, one
 
     r = run_ol(ROOT, "gradescope", "L7.3", "--out", str(tmp_path / "a.zip"), "--visibility", "after_due_date",
                "--time-limit", "30", cwd=tmp_path)

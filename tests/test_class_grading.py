@@ -53,11 +53,11 @@ from pathlib import Path
 import pytest
 
 from kit import ROOT, explain, processes_with, run_ol, sampled_home, snapshot
-from ol.core.catalog import load_catalog
-from ol.instructor.class_grading import copies
 from ol.core.archives import MAX_MEMBERS
-from ol.instructor.class_grading.one import GradeRecord
+from ol.core.catalog import load_catalog
 from ol.core.submissions import read_submissions, student_names, take
+from ol.instructor.class_grading import copies
+from ol.instructor.class_grading.one import GradeRecord
 from ol.student.workspace import fresh_stubs, starter_test_text
 
 REFERENCE_ROPE = ROOT / "course/reference/python/tinyllm/modern/rope.py"
@@ -567,8 +567,8 @@ def test_each_student_gets_a_report_in_their_own_words(graded, synthetic_class):
 @pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_feedback_levels_hand_back_less_or_more(graded, tmp_path):
-    from ol.instructor.class_grading.feedback import write_feedback
     from ol.instructor.class_grading.checkout import catalog_pitfalls, graded_source
+    from ol.instructor.class_grading.feedback import write_feedback
     from ol.instructor.class_grading.outcome import read_outcome
 
     out, _ = graded
@@ -794,8 +794,8 @@ def test_gradescope_shows_the_class_as_ol_grade_does(graded):
     """Each record of the class as results.json: the maximum always the
     catalog's total, the score the row's points, the top line the row's reason,
     the misconceptions by name, the survivors' diffs."""
-    from ol.instructor.class_grading.gradescope import results_json
     from ol.instructor.class_grading.checkout import catalog_pitfalls
+    from ol.instructor.class_grading.gradescope import results_json
     from ol.instructor.class_grading.outcome import read_outcome
 
     out, _ = graded

@@ -164,8 +164,8 @@ def test_the_summary_counts_test_items_and_names_them_by_id():
     import io
 
     from ol.core.command import Context
-    from ol.student.tests_cli import summarize
     from ol.core.runner import TestOutcome, TestRun
+    from ol.student.tests_cli import summarize
 
     file = "course/tests/L7.3/test_rope.py"
     outcomes = [TestOutcome(f"{file}::test_hand_example", "passed"),

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import marshal
 
+from ol.core.overlay import Source, install_overlay, remove_overlay
 from ol.grading.compiled import MAGIC, code_of, loaded
 from ol.grading.variants import Variant
-from ol.core.overlay import Source, install_overlay, remove_overlay
 
 TEXT = "def twice(x):\n    return 2 * x\n\nLIMIT = 7\n"
 ORIGIN = "python/tinyllm/modern/twice.py"

@@ -28,8 +28,8 @@ import numpy as np
 import pytest
 
 from kit import ROOT
-from ol.grading.mutants import load_pitfalls
 from ol.core.runner import run_course_tests
+from ol.grading.mutants import load_pitfalls
 from ol.instructor.verify import COURSE_TESTS_TIME_LIMIT
 
 REFERENCE = ROOT / "course/reference/python"
@@ -163,9 +163,9 @@ def test_a_planted_unrelated_bug_names_no_mistake(module, bug):
 @pytest.mark.slow
 @pytest.mark.parametrize("module", TARGETS)
 def test_in_ol_checks_course_stage_behind_the_proxy_the_same_names_come_out(module):
+    from ol.grading.grader import Grader
     from ol.grading.session import GradingSession
     from ol.grading.variants import Variant
-    from ol.grading.grader import Grader
 
     session = GradingSession(ROOT, module)
     variants = [Variant(f"mistake:{m.id}", m.source, session.reference.origin) for m in KNOWN[module].values()]

@@ -25,19 +25,19 @@ import pytest
 from grading_suites.float16_blind import write_float16_blind_suite
 from kit import ROOT, copy_checkout, explain, home_env, processes_with, run_ol, sampled_home, snapshot
 from ol.core.catalog import load_catalog
+from ol.core.test_folder import is_test_file
 from ol.grading.check import (JSON_FIELDS, CheckRequest, CheckResult, MutantLine, PitfallOutcome, Survivor,
                               check_module)
-from ol.grading.scheduler import Run
+from ol.grading.grader import PASSED, TIMEOUT, Grader, SuiteProblem
 from ol.grading.html_report import to_html
 from ol.grading.mutants import _generate, build_mutant_set, load_pitfalls
 from ol.grading.protocol import RunRequest
 from ol.grading.recheck import VerdictCache
 from ol.grading.report import to_json, to_text
+from ol.grading.scheduler import Run
 from ol.grading.session import GradingSession, read_folder
-from ol.grading.variants import Variant
-from ol.grading.grader import PASSED, TIMEOUT, Grader, SuiteProblem
 from ol.grading.static_check import check_test_folder
-from ol.core.test_folder import is_test_file
+from ol.grading.variants import Variant
 
 SUITES = ROOT / "tests" / "grading_suites"
 REFERENCE_ROPE = ROOT / "course/reference/python/tinyllm/modern/rope.py"
@@ -1065,8 +1065,8 @@ def test_a_run_killed_at_its_processor_time_limit_is_a_timeout_not_a_crash():
     drops a signal its init does not handle), so on a quiet machine the
     SIGKILL is what ends an endless test.  Killed after using its limit is a
     timeout; killed before it is a crash."""
-    from ol.grading.scheduler import Outcome
     from ol.grading.grader import CRASHED
+    from ol.grading.scheduler import Outcome
 
     limit = 3.0
     at_limit = Outcome(1, exit=128 + signal.SIGKILL, cpu_seconds=4.01, notes=[{"running": "t.py::test_forever"}])

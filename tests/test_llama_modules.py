@@ -29,10 +29,10 @@ import pytest
 
 from fixture_checks import assert_regenerates_exactly, run_oracle
 from kit import ROOT
+from ol.core.runner import run_course_tests
 from ol.grading import proxy
 from ol.grading.serve import serve
 from ol.grading.wire import Encoder, WireError
-from ol.core.runner import run_course_tests
 from reference import reference_modules
 
 sys.path.insert(0, str(ROOT / "course" / "tests"))

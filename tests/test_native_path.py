@@ -28,10 +28,10 @@ from pathlib import Path
 import pytest
 
 from kit import ROOT, copy_checkout, explain, run_ol, snapshot
-from ol.student.c_stubs import c_stub_source
 from ol.core.catalog import load_catalog
 from ol.core.native_build import C_FLAGS, SHARED_FLAGS, NoCompiler, build_native, find_compiler
 from ol.core.runner import plan_overlay, run_course_tests
+from ol.student.c_stubs import c_stub_source
 from ol.student.stubs import StubError
 from ol.student.workspace import fresh_stubs
 

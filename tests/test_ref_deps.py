@@ -27,10 +27,10 @@ import pytest
 from kit import ROOT, copy_checkout, explain, run_ol
 from ol.core.catalog import REFERENCE_TREE, STUDENT_TREE, load_catalog
 from ol.core.deps import MINE, REFERENCE, UNSTARTED, PartlyStarted, started
+from ol.core.runner import NotReady, plan_overlay
 from ol.grading.check import CheckResult, Survivor
 from ol.grading.report import to_text
 from ol.student.milestone import get_milestone, plan_milestone
-from ol.core.runner import NotReady, plan_overlay
 
 VERBS = ("tests", "watch", "shell", "check", "diff", "milestone")
 WHERE = {"tinyllm.modern.rope": "L7.3", "tinyllm.autograd.nn": "L0.3", "tinyllm.autograd.tensor": "L0.1"}

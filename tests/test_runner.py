@@ -11,7 +11,7 @@ import pytest
 
 from ol.core.catalog import load_catalog
 from ol.core.runner import (PYTEST_NO_TESTS, PYTEST_USAGE_ERROR, NotReady, TestOutcome, plan_overlay,
-                       run_course_tests, run_student_tests)
+                            run_course_tests, run_student_tests)
 from ol.student.workspace import fresh_stubs
 
 ROOT = Path(__file__).resolve().parents[1]

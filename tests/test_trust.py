@@ -58,11 +58,11 @@ from kit import (ROOT, copy_checkout, explain, kill_group, processes_with, run_o
                  sigint_as_at_a_terminal, snapshot, SANDBOX_PACKAGES, virtual_environment)
 from ol.grading import clone, confine, protocol, scheduler
 from ol.grading.check import CheckRequest, check_module
-from ol.grading.scheduler import Run
+from ol.grading.grader import Grader
 from ol.grading.protocol import RunRequest
+from ol.grading.scheduler import Run
 from ol.grading.session import GradingFault, GradingSession
 from ol.grading.variants import Variant
-from ol.grading.grader import Grader
 from reference import reference_modules
 
 CHEATS = ROOT / "tests" / "grading_suites" / "cheats"

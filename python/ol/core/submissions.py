@@ -53,8 +53,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from ol.core.catalog import STUDENT_TREE, Module
 from ol.core.archives import Refused, no_file_is_a_folder, read_entry, shown
+from ol.core.catalog import STUDENT_TREE, Module
 from ol.core.test_folder import SKIPPED_FOLDERS, is_test_file
 
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".zip")

@@ -42,17 +42,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ol.core.errors import OlError
+from ol.core.test_folder import TestFolder
 from ol.grading import clone, confine
 from ol.grading.collector_link import SuiteBroke
-from ol.grading.sandbox import SandboxFault
 from ol.grading.features import feature_floors
 from ol.grading.floors import function_floors
-from ol.grading.session import GradingFault, GradingSession
+from ol.grading.grader import FAILED, NOT_IMPORTED, NOT_RUN, REFUSED, CourseRun, Grader, SuiteProblem, Verdict
 from ol.grading.recheck import VerdictCache, code_digest
 from ol.grading.rejected import rejected_tests
-from ol.grading.grader import FAILED, NOT_IMPORTED, NOT_RUN, REFUSED, CourseRun, Grader, SuiteProblem, Verdict
+from ol.grading.sandbox import SandboxFault
+from ol.grading.session import GradingFault, GradingSession
 from ol.grading.static_check import FILE, Violation, check_student_tests
-from ol.core.test_folder import TestFolder
 from ol.grading.witnesses import find_witnesses
 
 DEFAULT_TIME_LIMIT = 60.0   # processor seconds: the course tests, collecting the suite, a correct run

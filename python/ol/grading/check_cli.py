@@ -64,11 +64,11 @@ def run(args: argparse.Namespace, ctx) -> int:
     from ol.grading import confine
 
     confine.pin_blas_threads()   # before numpy loads
+    from ol.core.state import CHECKED
+    from ol.core.student_kit import released
     from ol.grading.check import CheckRequest, check_module
     from ol.grading.html_report import report_path
     from ol.grading.report import to_json, to_text
-    from ol.core.state import CHECKED
-    from ol.core.student_kit import released
 
     try:
         module = ctx.module(args.module)
@@ -118,8 +118,8 @@ def _write_html(ctx, module, result, path: Path, stream) -> None:
     """Write the page for `result` to `path`, and say where it is (on
     `stream`: stderr when stdout holds the JSON)."""
     from ol.core.catalog import REFERENCE_TREE, STUDENT_TREE
-    from ol.grading.html_report import to_html, write_report
     from ol.core.student_kit import released
+    from ol.grading.html_report import to_html, write_report
 
     tree = STUDENT_TREE if released(ctx.root, module.id) else REFERENCE_TREE   # the file the mutants change
     source_path = f"{tree}/{module.grading.target}"

@@ -45,11 +45,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ol.grading.confine import describe_exit
-from ol.grading.scheduler import WALL_FACTOR, Outcome, Run, Scheduler
 from ol.grading.protocol import RunRequest, merged_notes
-from ol.grading.session import GradingFault, GradingSession
 from ol.grading.protocol import per_test_seconds
 from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED
+from ol.grading.scheduler import WALL_FACTOR, Outcome, Run, Scheduler
+from ol.grading.session import GradingFault, GradingSession
 from ol.grading.variants import Variant, describe
 
 PASSED, FAILED, TIMEOUT, CRASHED = "passed", "failed", "timeout", "crashed"

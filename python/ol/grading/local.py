@@ -49,10 +49,10 @@ from ol.core.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, NotGrad
 from ol.core.errors import OlError
 from ol.grading.chaffs import chaff_variants, load_chaffs
 from ol.grading.check import CheckRequest, CheckResult, check_module
-from ol.grading.sandbox import SandboxFault
-from ol.grading.scheduler import Run
 from ol.grading.mutants import MutantSet, Pitfall, generate_mutants
 from ol.grading.protocol import RunRequest
+from ol.grading.sandbox import SandboxFault
+from ol.grading.scheduler import Run
 from ol.grading.session import GradingFault, GradingSession, _text
 from ol.grading.variants import Variant
 

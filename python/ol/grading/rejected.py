@@ -27,9 +27,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ol.grading.scheduler import Run
-from ol.grading.protocol import RunRequest, merged_notes
 from ol.grading.grader import FAILED
+from ol.grading.protocol import RunRequest, merged_notes
+from ol.grading.scheduler import Run
 from ol.grading.variants import describe
 
 REPORT_TAIL = 6000          # characters of pytest's report kept

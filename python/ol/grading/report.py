@@ -17,8 +17,8 @@ import math
 import textwrap
 
 from ol.grading.check import CheckResult
-from ol.grading.grader import NOT_RUN, REFUSED
 from ol.grading.floors import floor_line
+from ol.grading.grader import NOT_RUN, REFUSED
 
 DEFAULT_MAX_SURVIVORS = 3   # diffs shown per function; --all shows every one
 POSSIBLY_EQUIVALENT = "no call of the course tests tells them apart (possibly equivalent)"

@@ -242,9 +242,9 @@ class ImplRole(Role):
     def run(self, request) -> int:
         import importlib
 
+        from ol.core.overlay import Source, install_overlay
         from ol.grading.compiled import loaded
         from ol.grading.serve import serve
-        from ol.core.overlay import Source, install_overlay
 
         from ol.grading.protocol import BASE_MODULE
 

@@ -23,8 +23,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ol.grading import confine
 from ol.core.removal import remove_tree
+from ol.grading import confine
 from ol.grading.protocol import NotesStream, RunEnd, RunRequest, parse_end
 from ol.grading.wire import PeerGone, WireError, read_available, recv_message, send_message
 

@@ -39,10 +39,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ol.core.removal import remove_tree
 from ol.grading import confine
 from ol.grading.collector_link import CollectorLink
 from ol.grading.memory import MemoryBound
-from ol.core.removal import remove_tree
 from ol.grading.protocol import NotesStream, RunEnd, RunRequest
 from ol.grading.sandbox import OL_PACKAGE, READY_TIMEOUT, Sandbox, SandboxFault, Setup, make_scratch, runtime_copy
 

@@ -23,12 +23,12 @@ from pathlib import Path
 
 from ol.core.catalog import CONTRACT_TREE, COURSE_TESTS_SUPPORT, REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
 from ol.core.errors import OlError
+from ol.core.test_folder import SuiteUnreadable, TestFolder
 from ol.grading import confine
+from ol.grading.mutants import MutantSet, build_mutant_set
 from ol.grading.sandbox import Setup
 from ol.grading.scheduler import Scheduler
-from ol.grading.mutants import MutantSet, build_mutant_set
 from ol.grading.variants import Variant
-from ol.core.test_folder import SuiteUnreadable, TestFolder
 
 SANDBOX_ENV = {
     **confine.ONE_BLAS_THREAD,

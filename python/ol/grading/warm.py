@@ -201,8 +201,8 @@ class Loop:
     def clean_up(self, user: int | None, folder: str | None) -> None:
         """After a run's guard has ended, however it ended: every process of
         the run's user killed, its folder removed."""
-        from ol.grading import confine
         from ol.core.removal import remove_tree
+        from ol.grading import confine
 
         if user is not None:
             confine.kill_user(user)

@@ -108,9 +108,9 @@ def _read(cache: Path) -> dict:
 def _search(session, mutants: list) -> dict[str, dict]:
     """Run the course tests once on the session's correct implementation (the reference, or in a
     kit the student's own code), recording, and search each mutant's witness."""
-    from ol.grading.session import GradingFault
     from ol.core.overlay import Source
     from ol.core.runner import run_tests
+    from ol.grading.session import GradingFault
 
     module = session.module
     with tempfile.TemporaryDirectory(prefix="ol-witnesses-") as scratch:

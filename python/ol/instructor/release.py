@@ -47,10 +47,10 @@ import tomllib
 from pathlib import Path, PurePosixPath
 
 from ol.core import student_kit
-from ol.instructor.answer_scan import Leak, fingerprints, functions_in_text, scan_folder
 from ol.core.catalog import CATALOG_PATH, COURSE_TESTS_SUPPORT, REFERENCE_TREE, Catalog, Module, load_catalog
 from ol.core.errors import OlError
 from ol.core.exits import OK
+from ol.instructor.answer_scan import Leak, fingerprints, functions_in_text, scan_folder
 
 ALWAYS = ("ol", "pyproject.toml", "setup.py", ".gitignore", "python/ol/", "python/tinyllm/")
 COMMIT_AUTHOR = ("ol release", "ol-release@localhost")   # when git knows no identity here

@@ -92,10 +92,10 @@ def _check_reference_and_stub(result, ok, passed, failed, output, stub_passed, s
 def _verify_graded(root: Path, module: Module, result: VerifyResult, workers: int,
                    on_step: Callable[[str], None]) -> None:
     """A graded module: every check, through one grading session."""
+    from ol.grading.grader import Grader
     from ol.grading.mutants import overlapping_edits
     from ol.grading.session import GradingSession
     from ol.grading.variants import Variant
-    from ol.grading.grader import Grader
     from ol.student.workspace import fresh_stubs
 
     grading = module.grading

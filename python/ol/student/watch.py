@@ -36,9 +36,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx) -> int:
-    from ol.student.tests_cli import run as run_tests
     from ol.core.deps import policy_of
     from ol.core.runner import plan_overlay
+    from ol.student.tests_cli import run as run_tests
 
     module = ctx.module(args.module)
     plan_overlay(ctx.root, module, catalog=ctx.catalog, ref_deps=policy_of(args))  # NotReady: say why, exit 2

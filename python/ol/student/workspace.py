@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
-from ol.student.c_stubs import c_stub_source
 from ol.core.catalog import REFERENCE_TREE, STUDENT_TREE, Catalog, Module
-from ol.student.code_only import code_only as code_only_text
 from ol.core.errors import OlError
 from ol.core.native_build import c_files, native_bindings
 from ol.core.state import STATE_DIR
+from ol.student.c_stubs import c_stub_source
+from ol.student.code_only import code_only as code_only_text
 from ol.student.stubs import stub_source
 
 BACKUP_DIR = f"{STATE_DIR}/backups"

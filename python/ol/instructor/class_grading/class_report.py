@@ -20,12 +20,12 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from ol.core.files import write_whole
 from ol.instructor.class_grading.copies import SimilarPair
 from ol.instructor.class_grading.feedback import ROUNDING
 from ol.instructor.class_grading.one import GradeRecord
 from ol.instructor.class_grading.outcome import NOT_GRADED, NOT_PASSED, PASSED, Outcome
 from ol.instructor.class_grading.points import shown
-from ol.core.files import write_whole
 
 SUBMITTED, GRADED = "submitted", "graded"
 CSV_FIELDS = ("student", "source", "id", "submitted", "late", "status", "passed", "points", "points before penalty",

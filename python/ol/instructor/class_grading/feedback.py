@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ol.instructor.class_grading.outcome import NOT_GRADED, PASSED, Outcome, check_result
-from ol.instructor.class_grading.points import shown
 from ol.core.files import write_whole
 from ol.grading.floors import floor_line
 from ol.grading.grader import NOT_RUN, REFUSED
+from ol.instructor.class_grading.outcome import NOT_GRADED, PASSED, Outcome, check_result
+from ol.instructor.class_grading.points import shown
 
 LEVELS = ("none", "summary", "full")
 DEFAULT_LEVEL = "full"

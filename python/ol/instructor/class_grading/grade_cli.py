@@ -35,11 +35,11 @@ from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 
+from ol.core.arguments import positive_int, seconds
 from ol.core.errors import OlError
 from ol.core.exits import ERROR, INTERRUPTED, OK, TERMINATED
-from ol.instructor.class_grading.one import GradeRecord
-from ol.core.arguments import positive_int, seconds
 from ol.instructor.class_grading import gradebook
+from ol.instructor.class_grading.one import GradeRecord
 
 
 def _policy_type(parse, name: str):
@@ -61,9 +61,9 @@ duration = _policy_type(gradebook.parse_duration, "duration")            # "15m"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from ol.grading.check import DEFAULT_TIME_LIMIT
     from ol.instructor.class_grading.feedback import DEFAULT_LEVEL, LEVELS
     from ol.instructor.class_grading.gradebook import EXPORTS
-    from ol.grading.check import DEFAULT_TIME_LIMIT
 
     parser.description = (
         "Instructor: grade a folder of submissions (one folder, .zip, .tar or .tar.gz per student) by the "
@@ -121,11 +121,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx) -> int:
-    from ol.instructor.class_grading.gradebook import read_manifest
-    from ol.core.submissions import read_submissions
     from ol.core.command import Terminated
+    from ol.core.submissions import read_submissions
     from ol.grading import confine
     from ol.grading.check import require_confinement
+    from ol.instructor.class_grading.gradebook import read_manifest
 
     try:
         module = ctx.module(args.module)
@@ -185,8 +185,8 @@ def _grade(args, ctx, module, submissions, only, out: Path, confinement: str,
     """Fill `records` ({student: record}) for every submission: kept, screened
     out, or graded now, each run confined in `confinement`
     (confine.choose_confinement).  Interrupted, `records` holds what is done."""
-    from ol.instructor.class_grading.class_report import read_record, write_record
     from ol.instructor.class_grading.checkout import checkout_digest
+    from ol.instructor.class_grading.class_report import read_record, write_record
     from ol.instructor.class_grading.one import base_record, not_graded_record
 
     cores = os.cpu_count() or 1
@@ -244,8 +244,8 @@ def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, con
 
         cache.append(cache_every_witness(session))
     if args.ray:
-        from ol.instructor.class_grading.cluster import CACHE, CHECKOUT, grade_on_ray
         from ol.instructor.class_grading.checkout import copy_checkout
+        from ol.instructor.class_grading.cluster import CACHE, CHECKOUT, grade_on_ray
 
         with tempfile.TemporaryDirectory(prefix="ol-grade-checkout-") as staging:
             copy_checkout(ctx.root, Path(staging) / CHECKOUT)
@@ -293,6 +293,7 @@ def _write_results(args, ctx, module, submissions, records: dict[str, GradeRecor
     """grades.csv, summary.md, the feedback files and the export, all from the
     records; with `pending` (students an interrupt left ungraded) the results
     so far, marked incomplete, and no export."""
+    from ol.core.files import write_whole
     from ol.instructor.class_grading.checkout import catalog_pitfalls, graded_source
     from ol.instructor.class_grading.class_report import headline, row, summary, write_csv
     from ol.instructor.class_grading.copies import THRESHOLD, similar_pairs
@@ -300,7 +301,6 @@ def _write_results(args, ctx, module, submissions, records: dict[str, GradeRecor
     from ol.instructor.class_grading.gradebook import DAY, ExportRow, LatePolicy, shown_time, write_export
     from ol.instructor.class_grading.outcome import PASSED, read_outcome
     from ol.instructor.class_grading.points import shown
-    from ol.core.files import write_whole
 
     table = module.grading.points
     pitfalls = catalog_pitfalls(ctx.root, module)

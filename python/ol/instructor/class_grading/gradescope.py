@@ -302,13 +302,13 @@ def crashed(table: dict | None, detail: str) -> dict:
 def grade_submission(checkout: Path, config: dict, submission: Path) -> dict:
     """results.json's content for the files in `submission`, graded as ol grade grades them."""
     from ol.core.catalog import load_catalog
-    from ol.instructor.class_grading.checkout import catalog_pitfalls
-    from ol.instructor.class_grading.one import base_record, grade_one, not_graded_record
-    from ol.instructor.class_grading.outcome import read_outcome
     from ol.core.screening import Screening
     from ol.core.submissions import read_submission
     from ol.grading import confine
     from ol.grading.check import refusing_unconfined
+    from ol.instructor.class_grading.checkout import catalog_pitfalls
+    from ol.instructor.class_grading.one import base_record, grade_one, not_graded_record
+    from ol.instructor.class_grading.outcome import read_outcome
 
     module = load_catalog(checkout).get(config["module"])
     entry = read_submission(submission, module, student="submission")

@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ol.core.catalog import Module
-from ol.instructor.class_grading.checkout import copy_checkout
 from ol.core.screening import Screening, screen
-from ol.instructor.class_grading.processes import CheckProcesses
 from ol.core.submissions import Submission
 from ol.grading.check import DEFAULT_TIME_LIMIT, CheckResult
 from ol.grading.confine import UNCONFINED
+from ol.instructor.class_grading.checkout import copy_checkout
+from ol.instructor.class_grading.processes import CheckProcesses
 
 SUBMISSION_TIMEOUT = 1200.0   # seconds for one whole check; a check stops its own runs far earlier
 

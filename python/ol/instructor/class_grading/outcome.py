@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 from ol.instructor.class_grading.points import Points, points, shown
 
 if TYPE_CHECKING:
-    from ol.instructor.class_grading.one import GradeRecord
     from ol.grading.check import CheckResult
+    from ol.instructor.class_grading.one import GradeRecord
 
 PASSED, NOT_PASSED, NOT_GRADED = "passed", "not passed", "not graded"
 FIRST_FAILURE_LINES = 12      # lines of the course tests' first failure kept
