@@ -1,8 +1,8 @@
-"""The student's test folder, as every part of the grader reads it: the static
-check (static_check.py), the sandbox builder (session.py's read_folder), the
-re-check's digests (suite_code.py) and `ol grade`'s submissions
-(ol/grade/submissions.py).  One model, so they cannot disagree on which
-files a folder holds or which of them are tests.
+"""The student's test folder, as every part of ol reads it: the static check
+(ol.grading.static_check), the sandbox builder (ol.grading.session's
+read_folder), the re-check's digests (ol.grading.suite_code), and the
+submissions of `ol submit` and `ol grade` (ol.core.submissions).  One model,
+so they cannot disagree on which files a folder holds or which are tests.
 
     folder = TestFolder(root / "python/tests/l7-3-rope")
     folder.paths()          every path below it, files, folders and links, sorted
