@@ -30,7 +30,7 @@ ratio re-check / cold of each (target <= 0.3).
     python bench/bench_check.py --profile         # where one check's time goes, by stage
 
 --profile grades the model answer once shared and once isolated, in
-process, and prints each stage's wall time (ol.grading.check's "stage"
+process, and prints each stage's wall time (ol.grading.events' StageEnded
 events: fixtures and the static check, the sandboxes' start, the course
 tests, the suite on every variant with its collection, the left-out
 report, the result), the runs (on correct implementations and again) and
@@ -135,10 +135,12 @@ PROFILE_DRIVER = """
 import json, sys
 sys.path.insert(0, {python!r})
 from pathlib import Path
+from dataclasses import asdict
 from ol.grading.check import CheckRequest, check_module
+from ol.grading.events import StageEnded
 events = []
 result = check_module(Path({repo!r}), "L7.3", CheckRequest(ref_deps=True, fresh=True, isolated={isolated!r}),
-                      on_event=lambda event: events.append(event) if event.get("event") == "stage" else None)
+                      on_event=lambda event: events.append(asdict(event)) if isinstance(event, StageEnded) else None)
 print(json.dumps({{"events": events, "seconds": result.seconds, "counted": result.counted, "score": result.score}}))
 """
 
@@ -158,10 +160,10 @@ def profile(env: dict) -> None:
             data = json.loads(done.stdout.strip().splitlines()[-1])
             print(f"ol check{' --isolated' if isolated else ''}: {data['seconds']:.2f} s, score {data['score']}")
             for event in data["events"]:
-                counts = {k: v for k, v in event.items() if k not in ("event", "stage", "seconds")}
+                counts = {k: v for k, v in event.items() if k not in ("stage", "seconds") and v is not None}
                 print(f"  {event['seconds']:7.2f} s  {event['stage']}"
                       + (f"  {counts}" if counts else ""))
-                if "runs" in event:
+                if event["runs"] is not None:
                     suite = event["seconds"]
                     print(f"           {event['runs'] / suite:.1f} runs/s, "
                           f"{data['counted'] / suite:.1f} mutants/s (pitfalls and generated, counted)")

@@ -1106,6 +1106,7 @@ def test_check_module_decides_sharing_and_the_verdict_cache(monkeypatch, confine
     """The rule lives in check.py: only a confined, shared, not fresh check
     keeps .ol/verdicts, so an isolated grade never reads them."""
     from ol.grading import check, confine
+    from ol.grading.events import Unconfined
 
     seen, events = {}, []
     monkeypatch.setattr(confine, "choose_confinement", lambda wanted="auto": (confinement, "" if confinement == "confined" else "why"))
@@ -1114,7 +1115,7 @@ def test_check_module_decides_sharing_and_the_verdict_cache(monkeypatch, confine
     check.check_module(ROOT, "L7.3", CheckRequest(**request_fields), on_event=events.append)
     assert (seen["confinement"], seen["sharing"]) == (confinement, sharing)
     assert seen["verdict_cache"] == (ROOT / ".ol" / "verdicts" / "L7.3.json" if reads_verdicts else None)
-    assert events == ([{"event": "unconfined", "why": "why"}] if confinement == "unconfined" else [])
+    assert events == ([Unconfined("why")] if confinement == "unconfined" else [])
 
 
 @pytest.mark.parametrize("request_fields", [{"require_confinement": True}, {"confinement": "confined"}])

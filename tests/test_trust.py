@@ -58,6 +58,7 @@ from kit import (ROOT, copy_checkout, explain, kill_group, processes_with, run_o
                  sigint_as_at_a_terminal, snapshot, SANDBOX_PACKAGES, virtual_environment)
 from ol.grading import clone, confine, protocol, scheduler
 from ol.grading.check import CheckRequest, check_module
+from ol.grading.events import Judged
 from ol.grading.grader import Grader
 from ol.grading.protocol import RunRequest
 from ol.grading.scheduler import Run
@@ -631,7 +632,7 @@ def kill_after(verdicts: int, victim: str):
     seen = {"n": 0, "killed": []}
 
     def on_event(event):
-        if event.get("event") == "verdict":
+        if isinstance(event, Judged):
             seen["n"] += 1
             if seen["n"] >= verdicts:
                 for pid in victims_of(victim):
@@ -1009,7 +1010,7 @@ def test_a_cpu_hog_beside_a_check_changes_no_verdict():
     hog = CpuHog()
 
     def start_the_hog(event):
-        if event.get("event") == "verdict" and not hog.hogs:
+        if isinstance(event, Judged) and not hog.hogs:
             hog.start()
 
     try:

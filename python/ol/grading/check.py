@@ -45,6 +45,7 @@ from ol.core.errors import OlError
 from ol.core.test_folder import TestFolder
 from ol.grading import clone, confine
 from ol.grading.collector_link import SuiteBroke
+from ol.grading.events import OnEvent, StageEnded, Unconfined
 from ol.grading.features import feature_floors
 from ol.grading.floors import function_floors
 from ol.grading.grader import FAILED, NOT_IMPORTED, NOT_RUN, REFUSED, CourseRun, Grader, SuiteProblem, Verdict
@@ -204,7 +205,7 @@ class CheckRequest:
 
 def check_module(root: Path, module_id: str, request: CheckRequest = CheckRequest(), *,
                  session: GradingSession | None = None,
-                 on_event: Callable[[dict], None] | None = None) -> CheckResult:
+                 on_event: OnEvent | None = None) -> CheckResult:
     """Grade the tests `request.tests` (default: the student's folder for the module).
 
     time_limit is processor seconds: it bounds the course tests, collecting
@@ -216,7 +217,7 @@ def check_module(root: Path, module_id: str, request: CheckRequest = CheckReques
     - confinement: confine.choose_confinement(request.confinement); unconfined is
       refused when the request requires confinement or names one
       (OlError "refusing to grade unconfined"), and otherwise announced to
-      on_event as {"event": "unconfined", "why": ...}: feedback only;
+      on_event as Unconfined(why): feedback only;
     - sharing: "shared" (the suite collected once: the student's fast local
       check) only when confined, neither isolated nor requiring
       confinement, and where the collector can clone3 its runs
@@ -231,7 +232,7 @@ def check_module(root: Path, module_id: str, request: CheckRequest = CheckReques
     confinement, why = confine.choose_confinement(request.confinement)
     require_confinement(confinement, why, allowed=not request.require_confinement and request.confinement == "auto")
     if confinement == confine.UNCONFINED and on_event is not None:
-        on_event({"event": "unconfined", "why": why})
+        on_event(Unconfined(why))
     isolated = (request.isolated or request.require_confinement or confinement != confine.CONFINED
                 or not clone.usable()[0])
     session = session or GradingSession(root, module_id)
@@ -300,7 +301,7 @@ def require_confinement(confinement: str, why: str, *, allowed: bool = False, ad
 
 
 def _check(session: GradingSession, request: CheckRequest, *, confinement: str, sharing: str, verdict_cache: Path | None,
-           limits: confine.Limits | None, on_event: Callable[[dict], None] | None,
+           limits: confine.Limits | None, on_event: OnEvent | None,
            then: Callable[[Grader], None] | None = None) -> CheckResult:
     """The check's steps (the module's docstring), in the confinement and sharing check_module chose;
     then(grader), when given, runs more in the same scheduler after a check that went to its end."""
@@ -482,16 +483,16 @@ def refusal_entry(suite_path: str, file: str, violations: list[Violation]) -> di
 
 class _Stages:
     """Where a check's time goes: each call marks the end of a stage, told to
-    on_event as {"event": "stage", "stage": name, "seconds": its length, ...}
-    (bench/bench_check.py --profile adds them up)."""
+    on_event as StageEnded(name, its length, counts...) (bench/bench_check.py
+    --profile adds them up)."""
 
-    def __init__(self, on_event: Callable[[dict], None] | None):
+    def __init__(self, on_event: OnEvent | None):
         self.on_event, self.last = on_event, time.monotonic()
 
     def __call__(self, name: str, **counts) -> None:
         now = time.monotonic()
         if self.on_event is not None:
-            self.on_event({"event": "stage", "stage": name, "seconds": now - self.last, **counts})
+            self.on_event(StageEnded(name, now - self.last, **counts))
         self.last = now
 
 

@@ -11,6 +11,7 @@ from ol.core.arguments import MAX_TIME_LIMIT, html_file, module_args, positive_i
 from ol.core.deps import from_reference, policy_of
 from ol.core.errors import OlError
 from ol.core.exits import ERROR, NOT_PASSED, OK
+from ol.grading.events import Event, Judged, Planned, Unconfined
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -79,9 +80,9 @@ def run(args: argparse.Namespace, ctx) -> int:
                                memory_limit=args.memory_limit)
         progress = _Progress(ctx.err)
 
-        def on_event(event: dict) -> None:
-            if event.get("event") == "unconfined" and not args.json:
-                ctx.warn(f"this check runs unconfined ({event['why']}): it is feedback only; "
+        def on_event(event: Event) -> None:
+            if isinstance(event, Unconfined) and not args.json:
+                ctx.warn(f"this check runs unconfined ({event.why}): it is feedback only; "
                          "the instructor's grade is computed confined")
             progress(event)
 
@@ -134,14 +135,14 @@ class _Progress:
     def __init__(self, stream):
         from ol.core.progress import Bar
 
-        self.bar, self.killed = Bar(total=1, stream=stream), 0
+        self.bar, self.caught = Bar(total=1, stream=stream), 0
 
-    def __call__(self, event: dict) -> None:
-        if event.get("event") == "plan":
-            self.bar.total = max(event["runs"], 1)
-        elif event.get("event") == "verdict":
-            self.killed += event.get("status") in ("failed", "timeout", "crashed")
-            self.bar.advance(f"runs, {self.killed} caught")
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, Planned):
+            self.bar.total = max(event.runs, 1)
+        elif isinstance(event, Judged):
+            self.caught += event.caught
+            self.bar.advance(f"runs, {self.caught} caught")
 
     def close(self) -> None:
         self.bar.close()

@@ -45,8 +45,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ol.grading.confine import describe_exit
-from ol.grading.protocol import RunRequest, merged_notes
-from ol.grading.protocol import per_test_seconds
+from ol.grading.events import Judged, OnEvent, Planned
+from ol.grading.protocol import RunRequest, merged_notes, per_test_seconds
 from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED
 from ol.grading.scheduler import WALL_FACTOR, Outcome, Run, Scheduler
 from ol.grading.session import GradingFault, GradingSession
@@ -118,7 +118,7 @@ class Grader:
     """Runs the stages above on one scheduler."""
 
     def __init__(self, session: GradingSession, scheduler: Scheduler, *, time_limit: float,
-                 on_event: Callable[[dict], None] | None = None):
+                 on_event: OnEvent | None = None):
         self.session, self.scheduler, self.time_limit = session, scheduler, time_limit
         self.on_event = on_event or (lambda event: None)
         self.collected: list[str] = []            # the suite's test ids, in running order
@@ -184,7 +184,7 @@ class Grader:
                 jobs += ([(self.session.reference, True)] * (CORRECT_RUNS["reference"] if first else 1)
                          + [(a, True) for a in self.session.alternates for _ in range(CORRECT_RUNS["alternate"] if first else 0)])
             random.SystemRandom().shuffle(jobs)
-            self.on_event({"event": "plan", "runs": len(jobs)})
+            self.on_event(Planned(len(jobs)))
             self.runs_again += len(pending) if self.runs else 0
             self.runs += len(jobs)
             self.correct_runs += sum(is_correct for _, is_correct in jobs)
@@ -252,7 +252,7 @@ class Grader:
                 cutoff[0] = _cutoff(known["collected"], known["left out"])
             status = "correct" if is_correct else \
                 self.verdict(variant.key, outcome, self.time_limit, failing_on_correct).status
-            self.on_event({"event": "verdict", "status": status})
+            self.on_event(Judged(status, caught=status in (FAILED, TIMEOUT, CRASHED)))
 
         request = RunRequest(suite="student", task="grade")
         wall = WALL_FACTOR * self.time_limit   # only a run that waits rather than computes meets it

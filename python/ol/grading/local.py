@@ -49,6 +49,7 @@ from ol.core.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, NotGrad
 from ol.core.errors import OlError
 from ol.grading.chaffs import chaff_variants, load_chaffs
 from ol.grading.check import CheckRequest, CheckResult, check_module
+from ol.grading.events import OnEvent
 from ol.grading.mutants import MutantSet, Pitfall, generate_mutants
 from ol.grading.protocol import RunRequest
 from ol.grading.sandbox import SandboxFault
@@ -136,7 +137,7 @@ class LocalSession(GradingSession):
 
 
 def check_in_kit(root: Path, module_id: str, request: CheckRequest = CheckRequest(), *,
-                 on_event=None) -> CheckResult:
+                 on_event: OnEvent | None = None) -> CheckResult:
     """`ol check` for a module a student kit hands out: check_module's flow on a
     LocalSession, whose survivors get witnesses as ol grade's do (a survivor
     with none may be equivalent); a survivor whose witness search failed is
