@@ -33,7 +33,7 @@ from pathlib import Path
 from ol.core.catalog import Grading
 from ol.core.errors import OlError
 from ol.grading.protocol import BASE_MODULE, RunRequest   # BASE_MODULE: the name a chaff imports its base by
-from ol.grading.variants import Variant
+from ol.grading.variants import Variant, pitfall_key
 
 
 class ChaffMissing(OlError):
@@ -82,5 +82,5 @@ def load_chaffs(root: Path, grading: Grading, pitfall_ids: list[str]) -> list[Ch
 
 def chaff_variants(chaffs: list[Chaff], base: Variant) -> list[Variant]:
     """Each chaff around `base`, keyed "pitfall:<id>" as the pitfalls are graded."""
-    return [ChaffVariant(f"pitfall:{chaff.id}", chaff.source, chaff.path, trusted=base.is_trusted, base=base)
+    return [ChaffVariant(pitfall_key(chaff.id), chaff.source, chaff.path, trusted=base.is_trusted, base=base)
             for chaff in chaffs]

@@ -54,6 +54,7 @@ from ol.grading.rejected import rejected_tests
 from ol.grading.sandbox import SandboxFault
 from ol.grading.session import GradingFault, GradingSession
 from ol.grading.static_check import FILE, Violation, check_student_tests
+from ol.grading.variants import is_pitfall, pitfall_key
 from ol.grading.witnesses import find_witnesses
 
 DEFAULT_TIME_LIMIT = 60.0   # processor seconds: the course tests, collecting the suite, a correct run
@@ -372,7 +373,7 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
                                    for file, said in sorted(refused.items())]   # in file order
                 try:
                     variants = session.pitfall_variants() + session.mutant_variants()
-                    keys = [v.key for v in variants if not v.key.startswith("pitfall:")]   # pitfalls always run
+                    keys = [v.key for v in variants if not is_pitfall(v.key)]   # pitfalls always run
                     carried = {key: Verdict(key, FAILED, (test,), 0.0, "caught before, its test unchanged")
                                for key, test in (cache.carried(keys) if cache is not None else {}).items()}
                     verdicts = grader.suite(variants, carried=carried)
@@ -396,7 +397,7 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
                                          f"{grading.max_rejected} may be"], found.output)
                     by = grader.by
                     kills = {key: v.failed[0] for key, v in verdicts.items()
-                             if v.killed and v.failed and not key.startswith("pitfall:")}
+                             if v.killed and v.failed and not is_pitfall(key)}
                 except SuiteProblem as problem:
                     if grader.left_out:   # every test left out: say why, each
                         found = rejected_tests(grader, session, grader.left_out)
@@ -432,10 +433,10 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
     except SandboxFault as fault:
         raise GradingFault(f"the grader failed: {fault}") from None
 
-    pitfalls = [(p, verdicts.get(f"pitfall:{p.id}")) for p in session.mutants.pitfalls]
+    pitfalls = [(p, verdicts.get(pitfall_key(p.id))) for p in session.mutants.pitfalls]
     mutants = [(m, verdicts.get(m.id)) for m in session.mutants.counted]
     result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(v and v.killed),
-                                      by.get(f"pitfall:{p.id}", ())) for p, v in pitfalls]
+                                      by.get(pitfall_key(p.id), ())) for p, v in pitfalls]
     result.survivors = [Survivor(m.id, m.function, m.diff) for m, v in mutants if not (v and v.killed)]
     result.killed_by = {key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed}
     result.not_imported = sorted(key for key, v in verdicts.items() if v.detail == NOT_IMPORTED)

@@ -50,7 +50,7 @@ from ol.grading.protocol import RunRequest, merged_notes, per_test_seconds
 from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED
 from ol.grading.scheduler import WALL_FACTOR, Outcome, Run, Scheduler
 from ol.grading.session import GradingFault, GradingSession
-from ol.grading.variants import Variant, describe
+from ol.grading.variants import Variant, describe, is_pitfall
 
 PASSED, FAILED, TIMEOUT, CRASHED = "passed", "failed", "timeout", "crashed"
 UNKNOWN = "unknown"      # stopped at a test that turned out not graded: to run again
@@ -204,7 +204,7 @@ class Grader:
                 break
         place = {test: index for index, test in enumerate(self.filed or self.collected)}
         for key, verdict in verdicts.items():
-            if key.startswith("pitfall:") and verdict.killed:
+            if is_pitfall(key) and verdict.killed:
                 self.by[key] = tuple(sorted(verdict.failed, key=lambda test: place.get(test, len(place))))
         return verdicts
 
@@ -234,7 +234,7 @@ class Grader:
             if is_correct:
                 failing_on_correct.update(failed)
                 return None
-            if not variant.key.startswith("pitfall:") and any(t not in failing_on_correct for t in failed):
+            if not is_pitfall(variant.key) and any(t not in failing_on_correct for t in failed):
                 return STOP_FAILED
             running = _unfinished(notes)
             if running is not None and running in known["collected"][cutoff[0]:]:

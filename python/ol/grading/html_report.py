@@ -34,6 +34,7 @@ from ol.grading.check import CheckResult, MutantLine
 from ol.grading.floors import floor_line
 from ol.grading.report import (COURSE_OUTPUT_HEADING, course_failure_lines, floored, implementation_name, left_out_line,
                                output_heading, to_json, to_pass)
+from ol.grading.variants import pitfall_key
 
 GENERATOR = "ol check --html"          # the <meta name="generator"> of every page written here
 REPORTS_DIR = ".ol/reports"             # the default folder, inside ol's own (gitignored) .ol/
@@ -222,7 +223,7 @@ def _rejected(entry: dict, result: CheckResult) -> str:
 def _pitfalls(result: CheckResult) -> str:
     rows = []
     for pitfall in result.pitfalls:
-        tests = list(pitfall.tests) or [t for t in [result.killed_by.get(f"pitfall:{pitfall.id}")] if t]
+        tests = list(pitfall.tests) or [t for t in [result.killed_by.get(pitfall_key(pitfall.id))] if t]
         by = "".join(f"<li><code>{_e(test)}</code></li>" for test in tests)
         status = ('<span class="k">caught</span>' + (f'<details class="by"><summary>by {len(tests)} test'
                                                        f'{"s" if len(tests) != 1 else ""}</summary><ul>{by}</ul>'

@@ -28,7 +28,7 @@ from ol.grading import confine
 from ol.grading.mutants import MutantSet, build_mutant_set
 from ol.grading.sandbox import Setup
 from ol.grading.scheduler import Scheduler
-from ol.grading.variants import Variant
+from ol.grading.variants import Variant, alternate_key, pitfall_key
 
 SANDBOX_ENV = {
     **confine.ONE_BLAS_THREAD,
@@ -74,7 +74,7 @@ class GradingSession:
         self.mutants: MutantSet = build_mutant_set(reference_path, self.root / grading.pitfalls,
                                                    self.root / grading.equivalent, cache_dir, pitfall_errors)
         self.reference = Variant("reference", _text(reference_path), f"{REFERENCE_TREE}/{grading.target}")
-        self.alternates = tuple(Variant(f"alternate:{n}", _text(self.root / path), path)
+        self.alternates = tuple(Variant(alternate_key(n), _text(self.root / path), path)
                                 for n, path in enumerate(grading.alternates, start=1))
         contract = self.module.contract_for(grading.target) or f"{CONTRACT_TREE}/{grading.target}i"
         self.contract = (contract, _text(self.root / contract))
@@ -94,7 +94,7 @@ class GradingSession:
 
     def pitfall_edit_variants(self) -> list[Variant]:
         """Each pitfall as the reference with its edits (`ol verify` compares them with the chaffs)."""
-        return [Variant(f"pitfall:{p.id}", p.source, self.reference.origin) for p in self.mutants.pitfalls]
+        return [Variant(pitfall_key(p.id), p.source, self.reference.origin) for p in self.mutants.pitfalls]
 
     def mutant_variants(self, which: str = "counted") -> list[Variant]:
         return [Variant(m.id, m.source, self.reference.origin) for m in getattr(self.mutants, which)]

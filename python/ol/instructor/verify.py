@@ -95,7 +95,7 @@ def _verify_graded(root: Path, module: Module, result: VerifyResult, workers: in
     from ol.grading.grader import Grader
     from ol.grading.mutants import overlapping_edits
     from ol.grading.session import GradingSession
-    from ol.grading.variants import Variant
+    from ol.grading.variants import Variant, pitfall_key
     from ol.student.workspace import fresh_stubs
 
     grading = module.grading
@@ -126,7 +126,7 @@ def _verify_graded(root: Path, module: Module, result: VerifyResult, workers: in
         result.check(run.ok, f"alternate {number} ({grading.alternates[number - 1]}) passes the course tests",
                      f"alternate {number} FAILS course tests: {', '.join(run.failed)}")
     for pitfall in session.mutants.pitfalls:
-        for key, what in ((f"edit:{pitfall.id}", f"pitfall {pitfall.id}"), (f"pitfall:{pitfall.id}", f"chaff {pitfall.id}")):
+        for key, what in ((f"edit:{pitfall.id}", f"pitfall {pitfall.id}"), (pitfall_key(pitfall.id), f"chaff {pitfall.id}")):
             if key not in runs or (what.startswith("chaff") and not chaffs):
                 continue
             failed = {name.split("[")[0] for name in runs[key].failed}
