@@ -32,6 +32,7 @@ from pathlib import Path
 
 from ol.core.catalog import Grading
 from ol.core.errors import OlError
+from ol.core.overlay import Source
 from ol.grading.protocol import BASE_MODULE, RunRequest   # BASE_MODULE: the name a chaff imports its base by
 from ol.grading.variants import Variant, pitfall_key
 
@@ -59,7 +60,7 @@ class ChaffVariant(Variant):
 
     def request(self, *, modules: dict | None = None, tracebacks: bool = False) -> RunRequest:
         request = super().request(modules=modules, tracebacks=tracebacks)
-        request.modules = {**request.modules, BASE_MODULE: {"source": self.base.source, "origin": self.base.origin}}
+        request.modules = {**request.modules, BASE_MODULE: Source.from_text(self.base.source, self.base.origin).to_json()}
         return request
 
 

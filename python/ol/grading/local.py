@@ -47,6 +47,7 @@ from pathlib import Path
 
 from ol.core.catalog import CONTRACT_TREE, REFERENCE_TREE, STUDENT_TREE, NotGraded, dotted_name, load_catalog
 from ol.core.errors import OlError
+from ol.core.overlay import Source
 from ol.grading.chaffs import chaff_variants, load_chaffs
 from ol.grading.check import CheckRequest, CheckResult, check_module
 from ol.grading.events import OnEvent
@@ -115,8 +116,7 @@ class LocalSession(GradingSession):
     def _library_entry(self, file: str) -> dict:
         """As the instructor's, but a need whose reference this kit withholds
         comes from the student's own file."""
-        source, origin = library_source(self.root, file)
-        return {"source": source, "origin": origin}
+        return Source.from_text(*library_source(self.root, file)).to_json()
 
     def pitfall_variants(self) -> list[Variant]:
         return chaff_variants(load_chaffs(self.root, self.grading, [p.id for p in self.mutants.pitfalls]),

@@ -68,7 +68,7 @@ class Role:
             os.chmod(self.runs_root, 0o711)
         from ol.core.overlay import Source, install_overlay
 
-        install_overlay({name: Source.from_text(text["source"], text["origin"]) for name, text in setup["modules"].items()})
+        install_overlay({name: Source.from_json(name, entry) for name, entry in setup["modules"].items()})
 
     def prepare_runs(self) -> None:
         """Confined by uid, once this process has imported all it will: what
@@ -254,17 +254,17 @@ class ImplRole(Role):
         if overrides:  # the student's own needs: every tinyllm module is imported afresh
             for name in [n for n in sys.modules if n == "tinyllm" or n.startswith("tinyllm.")]:
                 del sys.modules[name]
-            install_overlay({name: Source.from_text(t["source"], t["origin"]) for name, t in {
+            install_overlay({name: Source.from_json(name, entry) for name, entry in {
                 **self.setup["modules"], **overrides}.items()})
         try:
             if base is not None:   # a chaff's: imported under the module's own name, then handed to it as `correct`
-                install_overlay({self.target: Source.from_text(base["source"], base["origin"])})
+                install_overlay({self.target: Source.from_json(self.target, base)})
                 sys.modules[BASE_MODULE] = importlib.import_module(self.target)
                 del sys.modules[self.target]
             source = request.source
             if source is not None:
-                install_overlay({self.target: Source.from_text(source["source"], source["origin"],
-                                                               loaded(source) if request.trusted else None)})
+                install_overlay({self.target: dataclasses.replace(Source.from_json(self.target, source),
+                                                                  code=loaded(source) if request.trusted else None)})
             module = importlib.import_module(self.target)
         except BaseException as error:  # the code under test does not import: every call says why
             module = _Broken(self.target, error, request.tracebacks)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ol.core.catalog import CONTRACT_TREE, COURSE_TESTS_SUPPORT, REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
 from ol.core.errors import OlError
+from ol.core.overlay import Source
 from ol.core.test_folder import SuiteUnreadable, TestFolder
 from ol.grading import confine
 from ol.grading.mutants import MutantSet, build_mutant_set
@@ -113,8 +114,8 @@ class GradingSession:
         for owner in closure:
             if owner.id not in referenced:
                 for name, file in owner.module_names.items():
-                    overrides[name] = {"source": _text(self.root / STUDENT_TREE / file, whose="your"),
-                                       "origin": f"{STUDENT_TREE}/{file}"}
+                    overrides[name] = Source.from_text(_text(self.root / STUDENT_TREE / file, whose="your"),
+                                                       f"{STUDENT_TREE}/{file}").to_json()
         return student, overrides
 
     # ---- what the sandboxes are given --------------------------------------------------
@@ -135,7 +136,7 @@ class GradingSession:
 
     def _library_entry(self, file: str) -> dict:
         """One module of the library: its text and the path its tracebacks name."""
-        return {"source": _text(self.root / REFERENCE_TREE / file), "origin": f"{REFERENCE_TREE}/{file}"}
+        return Source.from_text(_text(self.root / REFERENCE_TREE / file), f"{REFERENCE_TREE}/{file}").to_json()
 
     @staticmethod
     def describe_variant(key: str) -> str | None:

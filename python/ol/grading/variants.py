@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ol.core.overlay import Source
 from ol.grading.compiled import code_of
 from ol.grading.protocol import RunRequest
 
@@ -62,7 +63,7 @@ class Variant:
         the student's own code is confined there; the course's variants are
         trusted code."""
         compiled = code_of(self.source, self.origin) if self.is_trusted else {}   # never a student's text here
-        return RunRequest(source={"source": self.source, "origin": self.origin, **compiled}, modules=modules or {},
+        return RunRequest(source={**Source.from_text(self.source, self.origin).to_json(), **compiled}, modules=modules or {},
                           tracebacks=tracebacks, trusted=self.is_trusted)
 
 

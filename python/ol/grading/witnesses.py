@@ -121,7 +121,7 @@ def _search(session, mutants: list) -> dict[str, dict]:
             "features": [feature.as_setting() for feature in session.grading.features],
         }), encoding="utf-8")
         # every module as the check's own runs have it: the library, and the code the mutants are of
-        sources = {name: Source.from_text(entry["source"], entry["origin"]) for name, entry in session.library.items()}
+        sources = {name: Source.from_json(name, entry) for name, entry in session.library.items()}
         sources[session.target] = Source.from_text(session.reference.source, session.reference.origin)
         try:
             run = run_tests(session.root, module, [session.root / module.course_tests], sources=sources,
