@@ -564,10 +564,10 @@ def test_only_the_courses_own_code_killed_unasked_is_a_fault_of_the_grader():
     """SIGKILL of a process serving the course's code (nobody asked) is the
     grader's fault; of one serving the student's code (their rope.py, or in
     a student kit the "reference" and mutants made of it) it is behaviour."""
-    from ol.grading.scheduler import Outcome
+    from ol.grading.scheduler import RunOutcome
     from ol.grading.session import GradingFault
 
-    killed = Outcome(1, exit=1, impl_exit=128 + 9)
+    killed = RunOutcome(1, exit=1, impl_exit=128 + 9)
     for untrusted in (Variant("student", "", "rope.py"), Variant("reference", "", "rope.py", trusted=False),
                       Variant("mutant-1", "", "rope.py", trusted=False)):
         Grader._check_implementation(untrusted, killed)
@@ -1066,14 +1066,14 @@ def test_a_run_killed_at_its_processor_time_limit_is_a_timeout_not_a_crash():
     SIGKILL is what ends an endless test.  Killed after using its limit is a
     timeout; killed before it is a crash."""
     from ol.grading.grader import CRASHED
-    from ol.grading.scheduler import Outcome
+    from ol.grading.scheduler import RunOutcome
 
     limit = 3.0
-    at_limit = Outcome(1, exit=128 + signal.SIGKILL, cpu_seconds=4.01, notes=[{"running": "t.py::test_forever"}])
+    at_limit = RunOutcome(1, exit=128 + signal.SIGKILL, cpu_seconds=4.01, notes=[{"running": "t.py::test_forever"}])
     assert Grader.verdict("mutant-1", at_limit, limit).status == TIMEOUT
     early = dataclasses.replace(at_limit, cpu_seconds=0.2)
     assert Grader.verdict("mutant-1", early, limit).status == CRASHED
-    impl_at_limit = Outcome(1, exit=1, impl_exit=128 + signal.SIGKILL, impl_cpu_seconds=3.5)
+    impl_at_limit = RunOutcome(1, exit=1, impl_exit=128 + signal.SIGKILL, impl_cpu_seconds=3.5)
     assert Grader.verdict("mutant-1", impl_at_limit, limit).status == TIMEOUT
 
 

@@ -48,7 +48,7 @@ from ol.grading.confine import describe_exit
 from ol.grading.events import Judged, OnEvent, Planned
 from ol.grading.protocol import RunRequest, merged_notes, per_test_seconds
 from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED
-from ol.grading.scheduler import WALL_FACTOR, Outcome, Run, Scheduler
+from ol.grading.scheduler import WALL_FACTOR, RunOutcome, Run, Scheduler
 from ol.grading.session import GradingFault, GradingSession
 from ol.grading.variants import Variant, describe, is_pitfall
 
@@ -208,7 +208,7 @@ class Grader:
                 self.by[key] = tuple(sorted(verdict.failed, key=lambda test: place.get(test, len(place))))
         return verdicts
 
-    def _judged(self, variant: Variant, outcome: Outcome) -> Verdict:
+    def _judged(self, variant: Variant, outcome: RunOutcome) -> Verdict:
         """The verdict on a variant; in a student kit (session.variants_must_import), a variant of the
         student's own code caught without ever importing is no catch: code that raises or exits when
         changed, or when imported under another name, would otherwise catch every mutant by itself."""
@@ -218,7 +218,7 @@ class Grader:
             return Verdict(variant.key, PASSED, (), outcome.seconds, NOT_IMPORTED)
         return verdict
 
-    def _run_stream(self, jobs: list[tuple[Variant, bool]]) -> list[Outcome]:
+    def _run_stream(self, jobs: list[tuple[Variant, bool]]) -> list[RunOutcome]:
         """One run per job.  A mutant's run is stopped at its first failure of
         a test not known to fail on a correct run (STOP_FAILED); any run
         other than a correct one once it starts a test from which on every
@@ -241,7 +241,7 @@ class Grader:
                 return STOP_DONE
             return None
 
-        def done(run: Run, outcome: Outcome) -> None:
+        def done(run: Run, outcome: RunOutcome) -> None:
             variant, is_correct = runs[run.id]
             self._check_implementation(variant, outcome)
             if is_correct:
@@ -260,7 +260,7 @@ class Grader:
                                       on_done=done, on_notes=on_notes)
         return [outcomes[i] for i in runs]
 
-    def _grade_tests(self, correct: list[tuple[Variant, Outcome]]) -> None:
+    def _grade_tests(self, correct: list[tuple[Variant, RunOutcome]]) -> None:
         """Which tests are graded: those that passed on every correct run.
         Raises SuiteProblem when the suite does not collect or holds no test."""
         for variant, outcome in correct:
@@ -308,7 +308,7 @@ class Grader:
     # ---- reading outcomes --------------------------------------------------------------
 
     @staticmethod
-    def verdict(key: str, outcome: Outcome, limit: float, left_out=frozenset()) -> Verdict:
+    def verdict(key: str, outcome: RunOutcome, limit: float, left_out=frozenset()) -> Verdict:
         """What the run says of the variant, counting only graded tests:
         left_out holds the tests that are not graded."""
         notes = outcome.notes
@@ -347,7 +347,7 @@ class Grader:
                        f"the test process ended ({describe_exit(outcome.exit)})" + (f" during {running}" if running else ""))
 
     @staticmethod
-    def _check_implementation(variant: Variant, outcome: Outcome) -> None:
+    def _check_implementation(variant: Variant, outcome: RunOutcome) -> None:
         """The process serving a course variant may end by itself (a variant
         that exits is behaviour: the tests see it gone), but nothing inside
         it sends SIGKILL: killed without our asking is a fault of the grader's
@@ -365,7 +365,7 @@ class Grader:
             )
 
 
-def processor_seconds(outcome: Outcome) -> float:
+def processor_seconds(outcome: RunOutcome) -> float:
     """Processor time of a run's busier side (the wall time where the
     start method cannot say)."""
     sides = [s for s in (outcome.cpu_seconds, outcome.impl_cpu_seconds) if isinstance(s, (int, float))]
@@ -384,7 +384,7 @@ def out_of_processor_time(exit: int | None, cpu: float | None, limit: float) -> 
     return exit == 128 + signal.SIGKILL and cpu is not None and cpu >= max(1, math.ceil(limit))
 
 
-def _course_run(outcome: Outcome, limit: float) -> CourseRun:
+def _course_run(outcome: RunOutcome, limit: float) -> CourseRun:
     notes = merged_notes(outcome.notes)
     out_of_time = (outcome.timed_out or out_of_processor_time(outcome.exit, outcome.cpu_seconds, limit)
                    or (outcome.exit != 0 and out_of_processor_time(outcome.impl_exit, outcome.impl_cpu_seconds, limit)))

@@ -73,7 +73,7 @@ class Run:
 
 
 @dataclass
-class Outcome:
+class RunOutcome:
     id: int
     exit: int | None = None          # the tests run's exit status; None if it ran out of time
     seconds: float = 0.0
@@ -146,7 +146,7 @@ class Scheduler:
         self.runtime = confine.RUNTIME if confinement == confine.CONFINED else str(OL_PACKAGE.parent)
         self.collect_seconds = 0.0   # the shared check: how long collecting the suite took
         self.beside: list[Run] = []              # runs to start with the next call of run(), reported apart
-        self.beside_outcomes: dict[int, Outcome] = {}
+        self.beside_outcomes: dict[int, RunOutcome] = {}
 
 
     def memory_fd(self, index: int, *, renamed: bool = True) -> int:
@@ -219,14 +219,14 @@ class Scheduler:
         call's, nor seen by its callbacks: outcome_beside(run.id) gives it."""
         self.beside.append(run)
 
-    def outcome_beside(self, run_id: int) -> Outcome:
+    def outcome_beside(self, run_id: int) -> RunOutcome:
         """The outcome of a run started with start_beside, once it has ended."""
         if run_id not in self.beside_outcomes:
             self.run([])
         return self.beside_outcomes.pop(run_id)
 
-    def run(self, runs: list[Run], on_done: Callable[[Run, Outcome], None] | None = None,
-            on_notes: Callable[[Run, list[dict]], str | None] | None = None) -> dict[int, Outcome]:
+    def run(self, runs: list[Run], on_done: Callable[[Run, RunOutcome], None] | None = None,
+            on_notes: Callable[[Run, list[dict]], str | None] | None = None) -> dict[int, RunOutcome]:
         """Every run's outcome, by id.  on_notes(run, notes so far) is asked
         whenever a tests run has written more; a reason (a non-empty string)
         stops that run, and is its outcome's `stopped`.  Raises SandboxFault
@@ -240,7 +240,7 @@ class Scheduler:
             on_notes = lambda run, notes: None if run.id in beside else mine(run, notes)  # noqa: E731
         active: dict[int, _Active] = {}
         free_slots = list(range(self.workers))
-        outcomes: dict[int, Outcome] = {}
+        outcomes: dict[int, RunOutcome] = {}
         impl = self.sandboxes["impl"]
         try:
             while pending or active:
@@ -368,7 +368,7 @@ class _Active:
         self.tests_end, self.impl_end = tests_end, impl_end
         self.started = time.monotonic()
         self.deadline = self.started + run.deadline
-        self.outcome = Outcome(run.id)
+        self.outcome = RunOutcome(run.id)
         self.impl_stop_sent = self.tests_stop_sent = False
         self.killed_at: float | None = None
         self.seconds: float | None = None
