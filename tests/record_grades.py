@@ -7,7 +7,7 @@ by one diff:
     diff grades-before.json grades-after.json                  # nothing: no grade moved
 
 Every suite is graded by the real `./ol check MODULE --tests DIR --json`,
-in a scratch copy of this checkout (tests/kit.py's copy_checkout) whose
+in a scratch copy of this checkout (tests/helpers/kit.py's copy_checkout) whose
 student tree holds the reference of every graded module, so that the course
 tests pass and the whole command runs as a student's does.  The suites, and
 the sharing each is graded with (the one the kit's tests grade it with):
@@ -54,7 +54,7 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent
 sys.path[:0] = [str(TESTS.parent / "python"), str(TESTS)]   # this checkout's ol, as ./ol puts it first
 
-from kit import ROOT, copy_checkout  # noqa: E402
+from helpers.kit import ROOT, copy_checkout  # noqa: E402
 from test_calibration import SUITE_PREFIX  # noqa: E402
 from test_trust import CHEATS, GALLERY, materialize  # noqa: E402
 

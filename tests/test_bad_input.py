@@ -15,7 +15,7 @@ binding (tinyllm.native.tl_rope_f32) never return wrong numbers quietly.
   C-contiguous so that both take it, apply_rope and tl_rope_f32 both raise
   the same exception type, or both return the same bits.
 
-Both come from the reference tree through ol's import overlay (tests/reference.py).
+Both come from the reference tree through ol's import overlay (tests/helpers/reference.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reference import reference_modules
+from helpers.reference import reference_modules
 
 rope, tensor, native = reference_modules("tinyllm.modern.rope", "tinyllm.autograd.tensor", "tinyllm.native")
 Tensor, RopeSpec, apply_rope, rope_cos_sin = tensor.Tensor, rope.RopeSpec, rope.apply_rope, rope.rope_cos_sin

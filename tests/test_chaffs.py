@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import ROOT, copy_checkout
+from helpers.kit import ROOT, copy_checkout
 from ol.core.catalog import REFERENCE_TREE, load_catalog
 from ol.grading.chaff_equivalence import compare_chaffs_with_edits
 from ol.grading.chaffs import load_chaffs

@@ -44,13 +44,13 @@ from pathlib import Path
 
 import pytest
 
-from kit import ROOT, explain, sampled_home
+from helpers.kit import ROOT, explain, sampled_home
 from ol.grading import confine
 from ol.grading.check import CheckRequest, check_module
 from ol.grading.session import GradingSession
 
 CHANNELS = ROOT / "tests" / "grading_suites" / "channels"
-DOCKER_DEFAULT = [sys.executable, str(ROOT / "tests" / "docker_default.py")]
+DOCKER_DEFAULT = [sys.executable, str(ROOT / "tests" / "helpers" / "docker_default.py")]
 TARGETS = {"L7.3": "tinyllm.modern.rope", "L7.4": "tinyllm.modern.rope_scaling", "L7.5": "tinyllm.modern.attention"}
 JUDGE = "test_channel.py::test_a_judge"
 
@@ -347,7 +347,7 @@ def _reference_digest() -> int:
     """The guessing suite's digest of the reference, computed here."""
     import importlib.util
 
-    from reference import reference_modules
+    from helpers.reference import reference_modules
 
     reference_modules("tinyllm.modern.rope", "tinyllm.autograd.tensor")   # what its imports then find
     spec = importlib.util.spec_from_file_location("guessing", GUESSING / "test_guessing.py")

@@ -2,7 +2,7 @@
 
 Every file of course/chapters/ is a chapter of a catalog module or
 milestone, and every fenced block in it is executed by the convention of
-tests/chapter_blocks.py:
+tests/helpers/chapter_blocks.py:
 
 - python blocks run on the reference in `ol shell`'s namespace (the names
   ol.student.shell binds, each block in a fresh namespace), and each output block is
@@ -45,8 +45,8 @@ from pathlib import Path
 
 import pytest
 
-from chapter_blocks import (commands, contract_problems, output_problems, read_blocks, result_comments)
-from kit import ROOT, copy_checkout, explain, home_env, run_ol, sampled_home
+from helpers.chapter_blocks import (commands, contract_problems, output_problems, read_blocks, result_comments)
+from helpers.kit import ROOT, copy_checkout, explain, home_env, run_ol, sampled_home
 from ol.core.catalog import REFERENCE_TREE, STUDENT_TREE, load_catalog
 from ol.core.deps import REFERENCE
 from ol.student.milestone import load_milestones

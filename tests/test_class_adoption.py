@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from kit import ROOT, explain, home_env, processes_with, run_ol, sampled_home, sigint_as_at_a_terminal
+from helpers.kit import ROOT, explain, home_env, processes_with, run_ol, sampled_home, sigint_as_at_a_terminal
 from test_class_conventions import canvas_reads
 from test_class_grading import (MODEL_ANSWER, MODULE, REFERENCE_ROPE, ROPE, TESTS, TIME_LIMIT, set_time, suite_files,
                                 write_folder, write_tar)

@@ -20,7 +20,7 @@ from fractions import Fraction
 
 import pytest
 
-from kit import ROOT, explain, run_ol
+from helpers.kit import ROOT, explain, run_ol
 from ol.core.catalog import load_catalog
 from ol.instructor.class_grading.gradebook import (DAY, HOUR, ExportRow, LatePolicy, ManifestError, parse_duration,
                                                    parse_late_penalty, parse_share, read_manifest, write_export)

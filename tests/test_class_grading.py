@@ -52,7 +52,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import ROOT, explain, processes_with, run_ol, sampled_home, snapshot
+from helpers.kit import ROOT, explain, processes_with, run_ol, sampled_home, snapshot
 from ol.core.archives import MAX_MEMBERS
 from ol.core.catalog import load_catalog
 from ol.core.submissions import read_submissions, student_names, take
@@ -889,7 +889,7 @@ def gradescope_root(tmp_path_factory):
 def play(root: Path, home: Path, files: dict[str, bytes], env: dict | None = None, under: list[str] = ()) -> dict:
     """One submission as Gradescope grades it: <root>/submission, the copy of
     run_autograder at <root> run from <root> (through the command `under`, as
-    tests/docker_default.py), results.json read back."""
+    tests/helpers/docker_default.py), results.json read back."""
     shutil.rmtree(root / "submission", ignore_errors=True)
     write_folder(root / "submission", files)
     env = env or dict(os.environ, HOME=str(home))
@@ -975,7 +975,7 @@ def test_gradescope_writes_results_whatever_happens(gradescope_root, tmp_path):
 @pytest.mark.needs_confinement
 def test_gradescope_where_namespaces_are_refused(gradescope_root, tmp_path):
     """The bundle as Gradescope runs it in a container with Docker's default
-    profile (tests/docker_default.py: root, namespaces refused; bubblewrap
+    profile (tests/helpers/docker_default.py: root, namespaces refused; bubblewrap
     cannot start).  The autograder confines each run as a user of its own
     and says so in results.json: the honest submission gets full marks;
     every cheat that reaches beyond its run (test_trust.REACHING_OUT: the

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import ROOT, copy_checkout, explain, run_ol
+from helpers.kit import ROOT, copy_checkout, explain, run_ol
 
 STUDENT_ROPE = "python/tinyllm/modern/rope.py"
 REFERENCE_ROPE = "course/reference/python/tinyllm/modern/rope.py"

@@ -27,7 +27,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from kit import ROOT
+from helpers.kit import ROOT
 from ol.core.runner import run_course_tests
 from ol.grading.mutants import load_pitfalls
 from ol.instructor.verify import COURSE_TESTS_TIME_LIMIT

@@ -11,7 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from kit import ROOT
+from helpers.kit import ROOT
 
 DRIVER = """
 import json, sys

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from kit import ROOT
+from helpers.kit import ROOT
 from ol.core.catalog import CatalogError, load_catalog
 from ol.grading.check import CheckRequest, MutantLine, check_module
 from ol.grading.features import feature_floors, feature_line

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import ROOT, explain, run_ol, sampled_home
+from helpers.kit import ROOT, explain, run_ol, sampled_home
 from ol.core.catalog import STUDENT_TREE, load_catalog
 
 CATALOG = load_catalog(ROOT)

@@ -20,7 +20,7 @@ REGENERATE = "python oracle/L7.3/rope_hf.py"
 MAX_BYTES = 5_000_000
 
 sys.path.insert(0, str(REPO / "course" / "tests"))
-from fixture_checks import provenance_of, raw_arrays  # noqa: E402
+from helpers.fixture_checks import provenance_of, raw_arrays  # noqa: E402
 from golden import FixtureError, load_fixture  # noqa: E402
 
 

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from kit import ROOT
+from helpers.kit import ROOT
 from ol.core.catalog import CatalogError, load_catalog
 from ol.grading.check import CheckRequest, check_module
 from ol.grading.floors import Floor, function_floors, public_names

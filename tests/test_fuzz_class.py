@@ -32,7 +32,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kit import ROOT, explain, home_env, run_ol, sampled_home
+from helpers.kit import ROOT, explain, home_env, run_ol, sampled_home
 from test_class_grading import MODEL_ANSWER, REFERENCE_ROPE, ROPE, TESTS, suite_files, write_folder
 from test_trust import files_of_run_users, run_users
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reference import reference_modules
+from helpers.reference import reference_modules
 
 gguf, gemma3_gguf, gguf_file = reference_modules(
     "tinyllm.checkpoints.gguf", "tinyllm.checkpoints.gemma3_gguf", "tinyllm.checkpoints.gguf_file")

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from grading_suites.float16_blind import write_float16_blind_suite
-from kit import ROOT, copy_checkout, explain, home_env, processes_with, run_ol, sampled_home, snapshot
+from helpers.kit import ROOT, copy_checkout, explain, home_env, processes_with, run_ol, sampled_home, snapshot
 from ol.core.catalog import load_catalog
 from ol.core.test_folder import is_test_file
 from ol.grading.check import (JSON_FIELDS, CheckRequest, CheckResult, MutantLine, PitfallOutcome, Survivor,
@@ -348,7 +348,7 @@ def _reference_error() -> str:
     """The reference's words for an odd rotary_dim, as a regular expression that only they match."""
     import re
 
-    from reference import reference_modules
+    from helpers.reference import reference_modules
 
     rope, tensor = reference_modules("tinyllm.modern.rope", "tinyllm.autograd.tensor")
     table = np.ones((3, 1), np.float32)

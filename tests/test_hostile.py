@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from kit import ROOT, explain, run_ol, sampled_home
+from helpers.kit import ROOT, explain, run_ol, sampled_home
 from ol.core.files import write_whole
 from ol.grading.protocol import parse_note_line
 from ol.grading.session import GradingSession
@@ -143,7 +143,7 @@ if __name__ != "tinyllm.modern.rope" or _fingerprint() != "__DIGEST__":
 def hostile_rope() -> str:
     """The reference rope.py with SELF_FINGERPRINT, its digest filled in (computed on the reference's
     own modules, as a run imports them)."""
-    from reference import reference_modules
+    from helpers.reference import reference_modules
 
     reference_modules("tinyllm.autograd.tensor")
     import types
@@ -175,7 +175,7 @@ def test_in_a_kit_code_that_refuses_its_own_copies_catches_nothing(tmp_path):
     rope.py (every mutant and chaff raised at import, so every run "failed");
     on a plain correct rope.py it scores 0.14.  Now no variant that never
     imported is a catch, and the chaffs import the base under its own name."""
-    from kit import copy_checkout
+    from helpers.kit import copy_checkout
     from ol.grading.check import CheckRequest, check_module
     from ol.grading.local import LocalSession
 

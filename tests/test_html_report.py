@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from kit import ROOT, copy_checkout, explain, run_ol
+from helpers.kit import ROOT, copy_checkout, explain, run_ol
 from ol.core.catalog import REFERENCE_TREE
 from ol.grading.check import CheckRequest, CheckResult, PitfallOutcome, check_module
 from ol.grading.html_report import GENERATOR, ReportPathError, report_path, to_html, write_report

@@ -27,13 +27,13 @@ import tomllib
 import numpy as np
 import pytest
 
-from fixture_checks import assert_regenerates_exactly, run_oracle
-from kit import ROOT
+from helpers.fixture_checks import assert_regenerates_exactly, run_oracle
+from helpers.kit import ROOT
 from ol.core.runner import run_course_tests
 from ol.grading import proxy
 from ol.grading.serve import serve
 from ol.grading.wire import Encoder, WireError
-from reference import reference_modules
+from helpers.reference import reference_modules
 
 sys.path.insert(0, str(ROOT / "course" / "tests"))
 from golden import load_fixture  # noqa: E402

@@ -44,7 +44,7 @@ import textwrap
 import tomllib
 from dataclasses import dataclass
 
-from kit import ROOT, explain, run_probe
+from helpers.kit import ROOT, explain, run_probe
 
 TESTS = ROOT / "tests"
 

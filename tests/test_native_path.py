@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import ROOT, copy_checkout, explain, run_ol, snapshot
+from helpers.kit import ROOT, copy_checkout, explain, run_ol, snapshot
 from ol.core.catalog import load_catalog
 from ol.core.native_build import C_FLAGS, SHARED_FLAGS, NoCompiler, build_native, find_compiler
 from ol.core.runner import plan_overlay, run_course_tests

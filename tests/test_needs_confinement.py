@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import explain, run_probe, virtual_environment
+from helpers.kit import explain, run_probe, virtual_environment
 
 PROBE = """\
 import pytest

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import ROOT
+from helpers.kit import ROOT
 
 PACKAGE = ROOT / "python" / "ol"
 ENTRY = re.compile(r"^    ([a-z_0-9]+(?:\.py|/))\s{2,}\S", re.M)

@@ -29,9 +29,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from fixture_checks import assert_regenerates_exactly, run_oracle
+from helpers.fixture_checks import assert_regenerates_exactly, run_oracle
 from ol.core.overlay import install_overlay, remove_overlay
-from reference import reference_mapping
+from helpers.reference import reference_mapping
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "course" / "reference" / "python"

@@ -16,11 +16,11 @@ import threading
 import numpy as np
 import pytest
 
-from kit import ROOT
+from helpers.kit import ROOT
 from ol.grading import proxy
 from ol.grading.serve import serve
 from ol.grading.wire import Decoder, Encoder, PeerGone, WireError, recv_call, recv_message, send_message
-from reference import reference_modules
+from helpers.reference import reference_modules
 
 rope, tensor = reference_modules("tinyllm.modern.rope", "tinyllm.autograd.tensor")
 Tensor = tensor.Tensor

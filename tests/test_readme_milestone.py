@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from kit import ROOT
+from helpers.kit import ROOT
 from ol.core.catalog import load_catalog
 from ol.student.milestone import load_milestones, module_table, modules_of
 

@@ -24,7 +24,7 @@ import shutil
 
 import pytest
 
-from kit import ROOT, copy_checkout, explain, run_ol
+from helpers.kit import ROOT, copy_checkout, explain, run_ol
 from ol.core.catalog import REFERENCE_TREE, STUDENT_TREE, load_catalog
 from ol.core.deps import MINE, REFERENCE, UNSTARTED, PartlyStarted, started
 from ol.core.runner import NotReady, plan_overlay

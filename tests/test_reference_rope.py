@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from reference import reference_modules
+from helpers.reference import reference_modules
 
 rope, tensor = reference_modules("tinyllm.modern.rope", "tinyllm.autograd.tensor")
 

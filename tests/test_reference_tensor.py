@@ -10,7 +10,7 @@ import weakref
 
 import numpy as np
 
-from reference import reference_modules
+from helpers.reference import reference_modules
 
 
 def test_without_grad_a_result_keeps_no_intermediate_alive():

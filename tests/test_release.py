@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import ROOT, copy_checkout, explain, run_ol
+from helpers.kit import ROOT, copy_checkout, explain, run_ol
 from ol.core.catalog import REFERENCE_TREE, load_catalog
 from ol.grading.session import GradingSession
 from ol.instructor.release import scan_kit

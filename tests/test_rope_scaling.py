@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from fixture_checks import assert_regenerates_exactly, run_oracle
-from kit import ROOT, copy_checkout, explain, run_ol
+from helpers.fixture_checks import assert_regenerates_exactly, run_oracle
+from helpers.kit import ROOT, copy_checkout, explain, run_ol
 
 sys.path.insert(0, str(ROOT / "course" / "tests"))
 from golden import load_fixture  # noqa: E402

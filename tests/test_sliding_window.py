@@ -20,9 +20,9 @@ import tomllib
 import numpy as np
 import pytest
 
-from fixture_checks import assert_regenerates_exactly, run_oracle
-from kit import ROOT
-from reference import reference_modules
+from helpers.fixture_checks import assert_regenerates_exactly, run_oracle
+from helpers.kit import ROOT
+from helpers.reference import reference_modules
 
 sys.path.insert(0, str(ROOT / "course" / "tests"))
 from golden import load_fixture  # noqa: E402

@@ -27,10 +27,10 @@ import tomllib
 import numpy as np
 import pytest
 
-from fixture_checks import assert_regenerates_exactly
-from kit import ROOT, copy_checkout, explain, run_ol
+from helpers.fixture_checks import assert_regenerates_exactly
+from helpers.kit import ROOT, copy_checkout, explain, run_ol
 from ol.student.milestone.compare import LOGIT_ATOL, judge_logits, judge_tokenizer
-from reference import reference_modules
+from helpers.reference import reference_modules
 
 sys.path.insert(0, str(ROOT / "course" / "tests"))
 from golden import load_fixture  # noqa: E402

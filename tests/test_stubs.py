@@ -17,7 +17,7 @@ import pytest
 from ol.core.catalog import dotted_name, load_catalog
 from ol.core.overlay import Source, install_overlay, remove_overlay
 from ol.student.stubs import StubError, stub_source
-from reference import reference_mapping
+from helpers.reference import reference_mapping
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOG = load_catalog(ROOT)

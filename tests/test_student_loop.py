@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kit import copy_checkout, explain, kill_group, processes_with, run_ol, sigint_as_at_a_terminal
+from helpers.kit import copy_checkout, explain, kill_group, processes_with, run_ol, sigint_as_at_a_terminal
 from ol.student.code_only import code_only
 
 ROPE = "python/tinyllm/modern/rope.py"

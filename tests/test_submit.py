@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from kit import ROOT, copy_checkout, explain, run_ol
+from helpers.kit import ROOT, copy_checkout, explain, run_ol
 from ol.core.catalog import load_catalog
 from ol.core.submissions import take
 

@@ -21,7 +21,7 @@ gives the process model and the threat model these tests hold it to).
     two checks   a check's runs cannot reach another's through their users
                  (a range of run users per check).
     no namespaces  as root in Docker's default seccomp profile (simulated:
-                 tests/docker_default.py), the gallery and `ol grade` still
+                 tests/helpers/docker_default.py), the gallery and `ol grade` still
                  confine every run (by uid): no pass, no gain, nothing left.
                  `ol grade` gives the gallery nothing in either mode (the
                  Gradescope bundle: tests/test_class_grading.py).
@@ -54,7 +54,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kit import (ROOT, copy_checkout, explain, kill_group, processes_with, run_ol, sampled_home,
+from helpers.kit import (ROOT, copy_checkout, explain, kill_group, processes_with, run_ol, sampled_home,
                  sigint_as_at_a_terminal, snapshot, SANDBOX_PACKAGES, virtual_environment)
 from ol.grading import clone, confine, protocol, scheduler
 from ol.grading.check import CheckRequest, check_module
@@ -64,7 +64,7 @@ from ol.grading.protocol import RunRequest
 from ol.grading.scheduler import Run
 from ol.grading.session import GradingFault, GradingSession
 from ol.grading.variants import Variant
-from reference import reference_modules
+from helpers.reference import reference_modules
 
 CHEATS = ROOT / "tests" / "grading_suites" / "cheats"
 GALLERY = sorted(p.name for p in CHEATS.iterdir() if p.is_dir())
@@ -1213,7 +1213,7 @@ def test_a_wait_status_reads_as_the_shells_exit_code_and_its_words(how, code, sa
 
 # ---- where namespaces are refused (Docker's default, as on Gradescope) ---------------------
 
-DOCKER_DEFAULT = [sys.executable, str(ROOT / "tests" / "docker_default.py")]
+DOCKER_DEFAULT = [sys.executable, str(ROOT / "tests" / "helpers" / "docker_default.py")]
 def owner_alive(scratch: Path) -> bool:
     """Whether the `ol` that made a scratch folder (sandbox.make_scratch: its
     pid in `owner`) still runs: another check on this machine, not ours."""

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from kit import ROOT, copy_checkout, explain, run_ol
+from helpers.kit import ROOT, copy_checkout, explain, run_ol
 from ol.core.catalog import load_catalog
 
 pytestmark = pytest.mark.slow   # every test here runs ol verify: minutes each

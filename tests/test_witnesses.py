@@ -18,14 +18,14 @@ import warnings
 import numpy as np
 import pytest
 
-from kit import ROOT
+from helpers.kit import ROOT
 from ol.grading.call_recording import load_module
 from ol.grading.check import CheckRequest, check_module
 from ol.grading.report import to_text, witness_sentence
 from ol.grading.session import GradingSession
 from ol.grading.witness_replay import Raised, _differs
 from ol.grading.witnesses import WITNESS_FIELDS, find_witnesses
-from reference import reference_modules
+from helpers.reference import reference_modules
 
 (tensor,) = reference_modules("tinyllm.autograd.tensor")
 MODULES = ("L7.3", "L7.4", "L7.5")

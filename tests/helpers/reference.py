@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from functools import cache
 
-from kit import ROOT
+from helpers.kit import ROOT
 from ol.core.overlay import Source, install_overlay
 
 REFERENCE = ROOT / "course" / "reference" / "python"

@@ -1,7 +1,7 @@
 """Run a command as a grader runs in a Docker container with Docker's default
 security settings (as on Gradescope): root, but namespaces refused.
 
-    python tests/docker_default.py COMMAND [ARG...]
+    python tests/helpers/docker_default.py COMMAND [ARG...]
 
 What it plays (measured: /work/shared/notes/confinement.md):
   - seccomp (pyseccomp==0.1.2 over Debian's libseccomp2), default allow:
