@@ -46,6 +46,7 @@ def copied(call: str, module) -> object:
 
 
 @pytest.mark.parametrize("module_id", MODULES)
+@pytest.mark.filterwarnings("ignore:finfo\\(\\) dtype cannot be None:DeprecationWarning")   # a mutant's np.finfo(None)
 def test_every_witness_copied_as_a_student_would_tells_the_mutant_from_the_reference(module_id):
     session = GradingSession(ROOT, module_id)
     mutants = list(session.mutants.counted)
