@@ -271,3 +271,20 @@ def test_list_survives_a_corrupt_state_file(tmp_path):
     assert r.returncode == 0, explain(r)
     assert "not a valid state file" in r.stderr and "state.json.bak" in r.stderr, explain(r)
     assert (checkout / ".ol/state.json.bak").read_text() == "{not json", "the corrupt file is kept"
+
+
+def test_a_reader_that_stops_reading_ends_ol_quietly():
+    """`ol list | head -3`: once the reader has gone, ol stops without a
+    traceback and exits as a shell reports a command SIGPIPE ended (141)."""
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    os.close(read)   # the reader is gone before ol writes its first line: every write fails
+    try:
+        done = subprocess.run([sys.executable, str(ROOT / "ol"), "list"], stdout=write, stderr=subprocess.PIPE,
+                              text=True, timeout=60)
+    finally:
+        os.close(write)
+    assert done.returncode == 141, done.stderr
+    assert done.stderr == ""

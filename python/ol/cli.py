@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typing import TextIO
 from ol.core.catalog import CATALOG_PATH
 from ol.core.command import Context, Terminated, terminating_cleanly
 from ol.core.errors import OlError
-from ol.core.exits import ERROR, INTERRUPTED, OK, TERMINATED
+from ol.core.exits import BROKEN_PIPE, ERROR, INTERRUPTED, OK, TERMINATED
 
 WORKFLOW = """\
 tinyllm course runner: you build the library module by module.
@@ -157,6 +158,10 @@ def main(argv: Sequence[str] | None = None, root: str | Path | None = None,
         except Terminated:
             print("ol: terminated", file=err)
             return TERMINATED
+        except BrokenPipeError:
+            if out is None:   # our own stdout: point it at nothing, so the flush at exit has nowhere to fail
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return BROKEN_PIPE
 
 
 def _main(argv: list[str], root: str | Path | None, out: TextIO, err: TextIO) -> int:

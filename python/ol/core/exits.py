@@ -8,7 +8,9 @@
                        the grader (never a score)
     INTERRUPTED   130  stopped by SIGINT (Ctrl-C); nothing left behind
     TERMINATED    143  stopped by SIGTERM; nothing left behind
+    BROKEN_PIPE   141  whoever read the output stopped reading (`ol list | head -3`),
+                       as a shell reports a command that SIGPIPE ended
 """
 
 OK, NOT_PASSED, ERROR = 0, 1, 2
-INTERRUPTED, TERMINATED = 130, 143
+INTERRUPTED, BROKEN_PIPE, TERMINATED = 130, 141, 143
