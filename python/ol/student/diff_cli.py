@@ -19,6 +19,7 @@ DESCRIPTION = (
     "--code-only leaves out docstrings, comments and blank lines on both sides, so the diff\n"
     "shows how the code differs, not the prose."
 )
+
 configure = module_verb(code_only="compare the code alone: docstrings, comments and blank lines left out on both sides")
 
 
