@@ -7,7 +7,8 @@ module defines, and the Context every verb gets, are in ol.core.command.
 Exit codes (ol.core.exits): 0 ok; 1 a failure (tests fail, `diff` refused); 2 the
 command could not run as asked (usage errors, an unknown module, a module or
 its needs not started, a fault of the grader); 130 and 143 when stopped by
-SIGINT or SIGTERM, which leave no process or temporary folder behind.
+SIGINT or SIGTERM, which leave no process or temporary folder behind; 141
+when whoever read the output stopped reading (`ol list | head -3`).
 """
 
 from __future__ import annotations
