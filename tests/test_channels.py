@@ -45,6 +45,7 @@ from pathlib import Path
 import pytest
 
 from helpers.kit import ROOT, explain, sampled_home
+from ol.core.test_folder import TestFolder
 from ol.grading import confine
 from ol.grading.check import CheckRequest, check_module
 from ol.grading.session import GradingSession
@@ -376,7 +377,7 @@ def test_a_runs_memory_group_does_not_name_its_slot(tmp_path):
     from ol.grading.scheduler import Run
 
     def groups_seen(run_in) -> list[str]:
-        with session.scheduler({"student": suite}, course=False, workers=1, confinement=confine.CONFINED) as scheduler:
+        with session.scheduler({"student": TestFolder(suite).snapshot()}, course=False, workers=1, confinement=confine.CONFINED) as scheduler:
             if not (scheduler.memory and scheduler.memory.groups):
                 assert os.geteuid() != 0, "root on this host should get memory cgroups"
                 pytest.skip("no memory cgroup here: nothing names a slot")

@@ -25,7 +25,7 @@ import pytest
 from grading_suites.float16_blind import write_float16_blind_suite
 from helpers.kit import ROOT, copy_checkout, explain, home_env, processes_with, run_ol, sampled_home, snapshot
 from ol.core.catalog import load_catalog
-from ol.core.test_folder import is_test_file
+from ol.core.test_folder import TestFolder, is_test_file
 from ol.grading.check import (JSON_FIELDS, CheckRequest, CheckResult, MutantLine, PitfallOutcome, Survivor,
                               check_module)
 from ol.grading.grader import PASSED, TIMEOUT, Grader, SuiteProblem
@@ -255,7 +255,7 @@ def test_a_run_that_reaches_its_time_limit_is_a_timeout_every_time(sharing, tmp_
     suite = write_suite(tmp_path / "l7-3-rope", OUTLIVES_ITS_SHARE)
     session = GradingSession(ROOT, "L7.3")
     session.alternates = ()
-    with session.scheduler({"student": suite}, course=False, sharing=sharing) as scheduler:
+    with session.scheduler({"student": TestFolder(suite).snapshot()}, course=False, sharing=sharing) as scheduler:
         statuses = []
         for _ in range(10):
             grader = Grader(session, scheduler, time_limit=1)
@@ -276,7 +276,7 @@ def test_a_run_ends_at_its_processor_time_limit_though_it_is_pid_1(sharing, tmp_
     any other process, not the SIGKILL a second later."""
     suite = write_suite(tmp_path / "l7-3-rope", OUTLIVES_ITS_SHARE)
     session = GradingSession(ROOT, "L7.3")
-    with session.scheduler({"student": suite}, course=False, sharing=sharing) as scheduler:
+    with session.scheduler({"student": TestFolder(suite).snapshot()}, course=False, sharing=sharing) as scheduler:
         run = Run(1, RunRequest(suite="student", task="grade"), session.reference.request(), 1.0)
         outcome = scheduler.run([run])[run.id]
     assert outcome.exit == 128 + signal.SIGXCPU and outcome.cpu_seconds < 1.9, (outcome.exit, outcome.cpu_seconds)
@@ -458,7 +458,7 @@ def test_the_report_names_every_test_that_fails_on_a_pitfall_in_file_order(tmp_p
     folder = ROOT / "tests/calibration/l7-3-suite-c"
     result = grade(folder, session=session)
     assert result.reason is None and all(p.killed for p in result.pitfalls), result.problems
-    with session.scheduler({"student": folder}, course=False) as scheduler:
+    with session.scheduler({"student": TestFolder(folder).snapshot()}, course=False) as scheduler:
         variants = session.pitfall_variants()
         runs = [Run(n, RunRequest(suite="student", task="pytest"), v.request(), 60.0) for n, v in enumerate(variants)]
         outcomes = scheduler.run(runs)
@@ -483,7 +483,7 @@ def test_a_run_started_beside_shares_the_slots_and_is_told_apart():
     what a run of its own says."""
     session = GradingSession(ROOT, "L7.3")
     folder = ROOT / "tests/calibration/l7-3-suite-c"
-    with session.scheduler({"student": folder}, course=True, workers=2) as scheduler:
+    with session.scheduler({"student": TestFolder(folder).snapshot()}, course=True, workers=2) as scheduler:
         grader = Grader(session, scheduler, time_limit=60)
         alone = grader.course_tests(session.reference)
         waiting = grader.course_tests_beside(session.reference)
@@ -532,7 +532,7 @@ def test_a_check_interrupted_while_it_sends_a_setup_ends_at_once(monkeypatch, tm
     suite = write_suite(tmp_path / "l7-3-rope", "def test_nothing():\n    pass\n")
     began = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        with session.scheduler({"student": suite}, course=False):
+        with session.scheduler({"student": TestFolder(suite).snapshot()}, course=False):
             pass
     took = time.monotonic() - began
     assert started and all(sandbox.process.poll() is not None for sandbox in started)
@@ -552,7 +552,7 @@ def test_a_variant_that_hangs_or_kills_its_process_counts_as_caught(tmp_path):
                               "    import os\n    os._exit(3)\n    positions = _positions_as_float32(positions)", 1)
     assert spins != reference and exits != reference
     session = GradingSession(ROOT, "L7.3")
-    with session.scheduler({"student": suite}, course=False) as scheduler:
+    with session.scheduler({"student": TestFolder(suite).snapshot()}, course=False) as scheduler:
         grader = Grader(session, scheduler, time_limit=3)
         verdicts = grader.suite([Variant("spins", spins, "rope.py"), Variant("exits", exits, "rope.py")])
         assert {v.status for v in grader.correct_verdicts} == {PASSED} and not grader.left_out
@@ -610,7 +610,7 @@ def test_runs_cannot_reach_the_repository_nor_start_what_outlives_them(tmp_path)
     """)
     session = GradingSession(ROOT, "L7.3")   # straight to the runs: the static check would refuse os
     for sharing in ("shared", "isolated"):
-        with session.scheduler({"student": suite}, course=False, sharing=sharing) as scheduler:
+        with session.scheduler({"student": TestFolder(suite).snapshot()}, course=False, sharing=sharing) as scheduler:
             grader = Grader(session, scheduler, time_limit=20)
             grader.suite([])
             verdicts = grader.correct_verdicts
@@ -721,7 +721,7 @@ def test_the_shared_check_gives_the_verdicts_of_isolated_runs(module_id, suite):
     variants = session.pitfall_variants() + chosen
     verdicts = {}
     for sharing in ("shared", "isolated"):
-        with session.scheduler({"student": SUITES / suite}, course=False, sharing=sharing) as scheduler:
+        with session.scheduler({"student": TestFolder(SUITES / suite).snapshot()}, course=False, sharing=sharing) as scheduler:
             grader = Grader(session, scheduler, time_limit=30)
             verdicts[sharing] = grader.suite(variants)
     differ = {key: (verdicts["shared"][key].status, verdicts["isolated"][key].status)
@@ -783,7 +783,7 @@ def test_static_check_names_file_and_line(tmp_path):
     (folder / "helpers.py").write_text("import numpy.testing\n")
     catalog = load_catalog(ROOT)
     grading = catalog.get("L7.3").grading
-    found = [str(v) for v in check_test_folder(folder, tmp_path, grading.allowed_imports,
+    found = [str(v) for v in check_test_folder(TestFolder(folder).snapshot(), tmp_path, grading.allowed_imports,
                                                 {"tinyllm.modern.rope": frozenset({"apply_rope", "rope_cos_sin", "RopeSpec"})})]
     expected = ["l7-3-rope/test_x.py:2: imports inspect", "l7-3-rope/test_x.py:3: imports _tables_for",
                 "l7-3-rope/test_x.py:8: uses .__code__", "l7-3-rope/test_x.py:9: calls getattr() with a computed",
@@ -793,12 +793,41 @@ def test_static_check_names_file_and_line(tmp_path):
     assert len(found) == len(expected), found
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert "no tests found" in str(check_test_folder(empty, tmp_path, grading.allowed_imports, {})[0])
+    assert "no tests found" in str(check_test_folder(TestFolder(empty).snapshot(), tmp_path, grading.allowed_imports, {})[0])
+
+
+@pytest.mark.needs_confinement
+def test_the_files_the_static_check_judged_are_the_files_that_run(tmp_path, monkeypatch):
+    """The attack: a file passes the static check, then is swapped on disk for one
+    that imports what graded tests may not, before the sandboxes are filled.
+    Read again from disk, the swapped file would run (three tests); the check
+    runs the one snapshot it judged (one test)."""
+    import ol.grading.check as check
+
+    folder = tmp_path / "l7-3-rope"
+    folder.mkdir()
+    judged = "def test_judged():\n    assert True\n"
+    swapped = "import os\n\n\n" + "".join(f"def test_swapped_{n}():\n    assert os.sep\n\n\n" for n in range(3))
+    (folder / "test_rope_oracle.py").write_text(judged)
+    static_check = check.check_student_tests
+
+    def judge_then_swap(*args, **kwargs):
+        found = static_check(*args, **kwargs)
+        (folder / "test_rope_oracle.py").write_text(swapped)
+        return found
+
+    monkeypatch.setattr(check, "check_student_tests", judge_then_swap)
+    session = GradingSession(ROOT, "L7.3")
+    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[:3])
+    result = grade(folder, session=session)
+    assert (folder / "test_rope_oracle.py").read_text() == swapped, "the attack swapped the file"
+    assert result.reason is None and result.tests == 1, (result.reason, result.problems, result.tests)
+    assert not any("test_swapped" in entry["test"] for entry in result.rejected), result.rejected
 
 
 def static_check(folder: Path) -> list[str]:
     grading = load_catalog(ROOT).get("L7.3").grading
-    return [str(v) for v in check_test_folder(folder, folder.parent, grading.allowed_imports,
+    return [str(v) for v in check_test_folder(TestFolder(folder).snapshot(), folder.parent, grading.allowed_imports,
                                               {"tinyllm.modern.rope": frozenset({"apply_rope", "rope_cos_sin"})})]
 
 
@@ -922,14 +951,14 @@ def test_a_verdict_cache_of_another_format_or_broken_is_ignored_not_crashed_on(t
     path = tmp_path / "verdicts.json"
     key = session.mutants.counted[0].id
     test = f"{session.suite_path(folder)}/test_rope.py::test_a"
-    VerdictCache(path, session, folder).save({key: test})
-    assert VerdictCache(path, session, folder).carried([key]) == {key: test}, "this format's record is read"
+    VerdictCache(path, session, TestFolder(folder).snapshot()).save({key: test})
+    assert VerdictCache(path, session, TestFolder(folder).snapshot()).carried([key]) == {key: test}, "this format's record is read"
     record = json.loads(path.read_text())
     for broken in (json.dumps({**record, "format": 1, "shared": "a digest of the folder's other files"}),
                    json.dumps({**record, "kills": [test], "course": 3, "pitfall_tests": "?"}),
                    json.dumps([record]), '{"format": 2, "kills": {', ""):
         path.write_text(broken)
-        cache = VerdictCache(path, session, folder)
+        cache = VerdictCache(path, session, TestFolder(folder).snapshot())
         assert cache.carried([key]) == {} and cache.course_passed("any") is None, broken
 
 

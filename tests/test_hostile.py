@@ -18,6 +18,7 @@ import pytest
 
 from helpers.kit import ROOT, explain, run_ol, sampled_home
 from ol.core.files import write_whole
+from ol.core.test_folder import TestFolder
 from ol.grading.protocol import parse_note_line
 from ol.grading.session import GradingSession
 from ol.grading.static_check import NESTED_TOO_DEEPLY, check_test_folder
@@ -71,7 +72,7 @@ def test_a_file_nested_past_what_python_compiles_is_named_not_a_fault(tmp_path, 
     NodeVisitor raised RecursionError out of the grader."""
     (tmp_path / "test_deep.py").write_text("def test_deep():\n    x = 1" + " + 1" * depth + "\n    assert x\n")
     (tmp_path / "test_fine.py").write_text("def test_fine():\n    assert 1\n")
-    violations = check_test_folder(tmp_path, tmp_path, ("numpy",), {})
+    violations = check_test_folder(TestFolder(tmp_path).snapshot(), tmp_path, ("numpy",), {})
     assert [(v.path, v.message) for v in violations] == [("test_deep.py", NESTED_TOO_DEEPLY)], violations
 
 
@@ -91,9 +92,9 @@ def test_a_tests_digest_follows_its_body_past_any_separator(tmp_path):
     later line, and a test's digest would cover other text than its own."""
     text = "# " + NOT_LINE_ENDS * 40 + "\n\n\ndef test_one():\n    assert 1 == 1\n\n\ndef test_two():\n    assert 2\n"
     (tmp_path / "test_sep.py").write_text(text, encoding="utf-8")
-    before = SuiteDigests(tmp_path, "t").of("t/test_sep.py::test_one")
+    before = SuiteDigests(TestFolder(tmp_path).snapshot(), "t").of("t/test_sep.py::test_one")
     (tmp_path / "test_sep.py").write_text(text.replace("assert 1 == 1", "pass"), encoding="utf-8")
-    after = SuiteDigests(tmp_path, "t").of("t/test_sep.py::test_one")
+    after = SuiteDigests(TestFolder(tmp_path).snapshot(), "t").of("t/test_sep.py::test_one")
     assert before is not None and before != after
 
 
@@ -204,7 +205,7 @@ def test_a_file_left_out_is_no_module_another_file_may_import(tmp_path):
     (tmp_path / "pluggy.py").write_text("import os\n")
     (tmp_path / "test_a.py").write_text("import pluggy\n\n\ndef test_a():\n    assert pluggy\n")
     (tmp_path / "test_b.py").write_text("import numpy\n\n\ndef test_b():\n    assert numpy\n")
-    found = {(v.path, v.message.split(",")[0]) for v in check_test_folder(tmp_path, tmp_path, ("numpy",), {})}
+    found = {(v.path, v.message.split(",")[0]) for v in check_test_folder(TestFolder(tmp_path).snapshot(), tmp_path, ("numpy",), {})}
     assert found == {("pluggy.py", "imports os"), ("test_a.py", "imports pluggy")}, found
 
 
@@ -213,7 +214,7 @@ def test_a_coding_line_cannot_hide_code_in_what_utf8_reads_as_a_comment(tmp_path
     `import os` that a UTF-8 reader never sees."""
     (tmp_path / "test_seven.py").write_text("# coding: utf-7\n#+AAo-import os\n\n\ndef test_x():\n    assert 1\n")
     (tmp_path / "test_fine.py").write_text("# -*- coding: utf-8 -*-\n\n\ndef test_y():\n    assert 1\n")
-    violations = check_test_folder(tmp_path, tmp_path, ("numpy",), {})
+    violations = check_test_folder(TestFolder(tmp_path).snapshot(), tmp_path, ("numpy",), {})
     assert [(v.path, "utf-7" in v.message) for v in violations] == [("test_seven.py", True)], violations
 
 

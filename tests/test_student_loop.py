@@ -55,6 +55,19 @@ def test_tests_mine_shows_what_check_would_refuse_and_runs_anyway(checkout, tmp_
     assert r.returncode == 0 and "nothing it would refuse" in r.stdout, explain(r)
 
 
+def test_tests_mine_names_a_folder_too_large_to_grade_and_runs_anyway(checkout, tmp_path):
+    data = checkout / TESTS / "table.bin"
+    with open(data, "wb") as file:       # sparse: past the 16 MiB a graded folder may hold
+        file.truncate(64 << 20)
+    try:
+        r = run_ol(checkout, "tests", "L7.3", "--mine", "--ref-deps", cwd=tmp_path)
+    finally:
+        data.unlink()
+    assert r.returncode == 0, f"the tests pass, so --mine passes: the check only informs\n{explain(r)}"
+    assert "check would refuse to grade your tests" in r.stdout and "holds more than 16 MiB" in r.stdout, explain(r)
+    assert "Traceback" not in r.stdout + r.stderr, explain(r)
+
+
 # ---- ol watch ---------------------------------------------------------------------------
 
 

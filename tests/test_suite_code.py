@@ -8,6 +8,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from ol.core.test_folder import TestFolder
 from ol.grading.suite_code import SuiteDigests
 
 KIT = "python/tests/l7-3-rope"
@@ -51,7 +52,7 @@ def write(folder: Path, files: dict[str, str]) -> Path:
 
 
 def digests(folder: Path, tests: list[str]) -> dict[str, str | None]:
-    suite = SuiteDigests(folder, KIT)
+    suite = SuiteDigests(TestFolder(folder).snapshot(), KIT)
     return {test: suite.of(f"{KIT}/{test}") for test in tests}
 
 
@@ -148,4 +149,4 @@ def test_what_cannot_be_read_has_no_digest(tmp_path):
                              "test_missing.py::test_z"])
     assert found["test_bad.py::test_x"] is None and found["test_ok.py::test_gone"] is None
     assert found["test_missing.py::test_z"] is None and found["test_ok.py::test_y"] is not None
-    assert SuiteDigests(folder, KIT).of("elsewhere/test_ok.py::test_y") is None
+    assert SuiteDigests(TestFolder(folder).snapshot(), KIT).of("elsewhere/test_ok.py::test_y") is None

@@ -56,3 +56,26 @@ def test_a_folder_over_the_bound_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(test_folder, "MAX_SUITE_BYTES", total - 1)
     with pytest.raises(SuiteUnreadable, match="graded folders hold tests, not data"):
         folder.read()
+
+
+def test_a_snapshot_holds_every_entry_by_kind_and_keeps_what_it_read(tmp_path):
+    folder = make(tmp_path / "tests", FILES)
+    os.symlink(tmp_path / "tests" / "conftest.py", tmp_path / "tests" / "test_link.py")
+    snapshot = folder.snapshot()
+    kinds = dict(snapshot.entries)
+    assert kinds == {**{name: test_folder.FILE for name in FILES}, "data": test_folder.FOLDER,
+                     "sub": test_folder.FOLDER, "test_link.py": test_folder.LINK}
+    assert [name for name, _ in snapshot.entries] == [folder.relative(p) for p in folder.paths()]
+    assert snapshot.test_files() == ["sub/angles_test.py", "test_rope.py"]
+    (tmp_path / "tests" / "test_rope.py").write_bytes(b"def test_changed(): pass\n")
+    assert snapshot.files["test_rope.py"] == FILES["test_rope.py"], "a snapshot is what was read, not the disk now"
+    with pytest.raises(SuiteUnreadable, match="test_link.py is a symbolic link"):
+        snapshot.read()
+
+
+def test_a_file_past_the_bound_is_refused_before_it_is_read(tmp_path):
+    folder = make(tmp_path, FILES)
+    with open(tmp_path / "huge.bin", "wb") as file:     # sparse: reading it would take 64 GiB of memory
+        file.truncate(64 << 30)
+    with pytest.raises(SuiteUnreadable, match="graded folders hold tests, not data"):
+        folder.snapshot()

@@ -56,6 +56,7 @@ from hypothesis import strategies as st
 
 from helpers.kit import (ROOT, copy_checkout, explain, kill_group, processes_with, run_ol, sampled_home,
                  sigint_as_at_a_terminal, snapshot, SANDBOX_PACKAGES, virtual_environment)
+from ol.core.test_folder import TestFolder
 from ol.grading import clone, confine, protocol, scheduler
 from ol.grading.check import CheckRequest, check_module
 from ol.grading.events import Judged
@@ -862,7 +863,7 @@ def test_random_bytes_from_both_sides_of_a_real_run_cost_only_that_run(sampled, 
         "import random\n\nimport numpy as np\nfrom tinyllm.modern.rope import rope_cos_sin\n\n\n"
         "def test_echo():\n    cos, _ = rope_cos_sin(np.arange(1), np.array([1.0], np.float32))\n"
         "    random._os.write(4, cos.tobytes())\n")
-    with sampled.scheduler({"student": folder}, course=False, workers=1) as scheduler:
+    with sampled.scheduler({"student": TestFolder(folder).snapshot()}, course=False, workers=1) as scheduler:
         grader = Grader(sampled, scheduler, time_limit=20)
 
         @settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))

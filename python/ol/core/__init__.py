@@ -11,7 +11,8 @@
     state.py                 progress per module (.ol/state.json) for `ol list`
     progress.py              a progress bar: one line on a terminal, redrawn in place
     files.py                 writing a file whole or not at all
-    test_folder.py           a test folder as every reader takes it: its files, its test files (pytest's rule)
+    test_folder.py           a test folder as every reader takes it: its files, its test files (pytest's rule),
+                             and its Snapshot, read once for a whole check
     runner.py                a module's course tests, or the student's own, in a pytest subprocess
     native_build.py          a module's C files compiled into a shared library for a test run
     archives.py              one entry of a class (folder, zip, tarball) read into memory within its limits

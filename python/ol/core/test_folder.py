@@ -1,16 +1,25 @@
 """The student's test folder, as every part of ol reads it: the static check
-(ol.grading.static_check), the sandbox builder (ol.grading.session's
-read_folder), the re-check's digests (ol.grading.suite_code), and the
-submissions of `ol submit` and `ol grade` (ol.core.submissions).  One model,
-so they cannot disagree on which files a folder holds or which are tests.
+(ol.grading.static_check), the sandbox builder (ol.grading.session), the
+re-check's digests (ol.grading.suite_code), and the submissions of `ol
+submit` and `ol grade` (ol.core.submissions).  One model, so they cannot
+disagree on which files a folder holds or which are tests.
 
     folder = TestFolder(root / "python/tests/l7-3-rope")
     folder.paths()          every path below it, files, folders and links, sorted
     folder.files()          its plain files (links are refused by read())
-    folder.python_files()   its .py files
-    folder.test_files()     the files pytest collects: test_*.py, *_test.py
     folder.read(prefix)     {prefix/relative path: bytes}, as a sandbox is given them
     folder.digests()        {relative path: sha256 hex}
+
+    snapshot = folder.snapshot()       the folder read once, into memory
+    snapshot.entries                   (relative path, FILE | FOLDER | LINK | OTHER), sorted
+    snapshot.files                     {relative path: bytes} of its plain files
+    snapshot.python_files()            its .py files, relative
+    snapshot.test_files()              the files pytest collects: test_*.py, *_test.py
+    snapshot.read(prefix), .digests()  as the folder's own
+
+`ol check` takes one snapshot and hands it to the static check, the verdict
+cache and the sandboxes: what is judged is what runs, byte for byte, even if
+the folder changes on disk in between.
 
 Left out everywhere: caches that tools write beside the tests (pytest's,
 Hypothesis's, Python's) and Jupyter's checkpoints, copies of a notebook's
@@ -20,6 +29,7 @@ files that pytest would otherwise collect twice.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
@@ -75,20 +85,61 @@ class TestFolder:
     def read(self, prefix: str = "") -> dict[str, bytes]:
         """Every file as {prefix/relative path: bytes}.  A link, or more than
         MAX_SUITE_BYTES in all, raises SuiteUnreadable."""
-        files: dict[str, bytes] = {}
-        total = 0
+        return self.snapshot().read(prefix)
+
+    def digests(self) -> dict[str, str]:
+        """{relative path: sha256 hex} of every file (read())."""
+        return self.snapshot().digests()
+
+    def snapshot(self) -> Snapshot:
+        """The folder read once: every entry's kind and every plain file's
+        bytes.  More than MAX_SUITE_BYTES of files raises SuiteUnreadable
+        (a file's size is looked at before it is read)."""
+        entries, files, total = [], {}, 0
         for path in self.paths():
+            name = self.relative(path)
             if path.is_symlink():
-                raise SuiteUnreadable(f"{path} is a symbolic link: graded folders may hold only plain files")
-            if not path.is_file():
-                continue
-            data = path.read_bytes()
-            total += len(data)
-            if total > MAX_SUITE_BYTES:
-                raise SuiteUnreadable(f"{self.path} holds more than {MAX_SUITE_BYTES >> 20} MiB: graded folders "
-                                      "hold tests, not data")
-            files[str(PurePosixPath(prefix) / self.relative(path)) if prefix else self.relative(path)] = data
-        return files
+                entries.append((name, LINK))
+            elif path.is_dir():
+                entries.append((name, FOLDER))
+            elif path.is_file():
+                total += path.stat().st_size
+                if total > MAX_SUITE_BYTES:
+                    raise SuiteUnreadable(f"{self.path} holds more than {MAX_SUITE_BYTES >> 20} MiB: graded "
+                                          "folders hold tests, not data")
+                files[name] = path.read_bytes()
+                entries.append((name, FILE))
+            else:
+                entries.append((name, OTHER))
+        return Snapshot(self.path, tuple(entries), files)
+
+
+FILE, FOLDER, LINK, OTHER = "file", "folder", "link", "other"   # an entry's kind in a Snapshot
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A test folder as read at one moment (TestFolder.snapshot)."""
+
+    __test__ = False
+
+    path: Path                                   # where it was read
+    entries: tuple[tuple[str, str], ...]         # (relative path, kind), sorted as TestFolder.paths
+    files: dict[str, bytes] = field(repr=False)  # relative path -> bytes, the plain files
+
+    def python_files(self) -> list[str]:
+        return [name for name in self.files if name.endswith(".py")]
+
+    def test_files(self) -> list[str]:
+        return [name for name in self.python_files() if is_test_file(name)]
+
+    def read(self, prefix: str = "") -> dict[str, bytes]:
+        """Every file as {prefix/relative path: bytes}; a link raises SuiteUnreadable."""
+        for name, kind in self.entries:
+            if kind == LINK:
+                raise SuiteUnreadable(f"{self.path / name} is a symbolic link: graded folders may hold only "
+                                      "plain files")
+        return {str(PurePosixPath(prefix) / name) if prefix else name: data for name, data in self.files.items()}
 
     def digests(self) -> dict[str, str]:
         """{relative path: sha256 hex} of every file (read())."""

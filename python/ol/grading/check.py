@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ol.core.errors import OlError
-from ol.core.test_folder import TestFolder
+from ol.core.test_folder import Snapshot, TestFolder
 from ol.grading import clone, confine
 from ol.grading.collector_link import SuiteBroke
 from ol.grading.events import OnEvent, StageEnded, Unconfined
@@ -325,16 +325,17 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
         student, overrides = session.student_variant(ref_deps)
     if not tests.is_dir():
         return stop(f"no test folder {_shown(tests, root)}: ./ol start {module.id} creates it with a starter test", [])
-    violations = check_student_tests(root, session.catalog, module, tests)   # what ol tests --mine shows too
-    refused, fatal = refused_files(violations, tests, root)
-    cache = VerdictCache(verdict_cache, session, tests) if verdict_cache is not None else None
+    snapshot = TestFolder(tests).snapshot()   # read once: the static check judges the bytes that run
+    violations = check_student_tests(root, session.catalog, module, snapshot)   # what ol tests --mine shows too
+    refused, fatal = refused_files(violations, snapshot, root)
+    cache = VerdictCache(verdict_cache, session, snapshot) if verdict_cache is not None else None
     code = code_digest(student.source, overrides, ref_deps) if course_tests else ""
     kept_course = cache.course_passed(code) if cache is not None and course_tests else None
     stage("fixtures, the static check, the verdict cache")
 
     course_first = sharing == "shared"   # the local check: your code first, fast feedback
     try:
-        with session.scheduler({"student": tests}, course=course_tests and kept_course is None, workers=workers,
+        with session.scheduler({"student": snapshot}, course=course_tests and kept_course is None, workers=workers,
                                confinement=result.confinement, sharing=sharing,
                                limits=limits, left_out=frozenset(refused)) as scheduler:
             result.memory_bound = scheduler.memory_bound()
@@ -369,7 +370,7 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
                 if fatal:
                     return stop("your tests do things graded tests may not (they were not run)",
                                 [str(v) for v in violations])
-                result.rejected = [refusal_entry(session.suite_path(tests), file, said)
+                result.rejected = [refusal_entry(session.suite_path(snapshot.path), file, said)
                                    for file, said in sorted(refused.items())]   # in file order
                 try:
                     variants = session.pitfall_variants() + session.mutant_variants()
@@ -459,7 +460,7 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
     return result
 
 
-def refused_files(violations: list[Violation], tests: Path, root: Path) -> tuple[dict[str, list[Violation]], list]:
+def refused_files(violations: list[Violation], suite: Snapshot, root: Path) -> tuple[dict[str, list[Violation]], list]:
     """The static check's verdict: ({file relative to the test folder: its
     violations} for each file left out, [the violations that stop the suite]).
     Every violation stops the suite when no test file would be left to grade."""
@@ -468,9 +469,8 @@ def refused_files(violations: list[Violation], tests: Path, root: Path) -> tuple
     for violation in violations:
         if violation.scope == FILE:
             path = Path(violation.path) if Path(violation.path).is_absolute() else root / violation.path
-            refused.setdefault(path.resolve().relative_to(tests.resolve()).as_posix(), []).append(violation)
-    remaining = [p for p in TestFolder(tests).test_files()
-                 if TestFolder(tests).relative(p) not in refused]
+            refused.setdefault(path.resolve().relative_to(suite.path.resolve()).as_posix(), []).append(violation)
+    remaining = [name for name in suite.test_files() if name not in refused]
     if refused and not remaining:
         return {}, list(violations)
     return refused, fatal

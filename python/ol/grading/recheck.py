@@ -1,7 +1,7 @@
 """The local check's memory of what was caught: a second `ol check` after an
 edit re-runs only what the edit can change.
 
-    cache = VerdictCache(root / ".ol" / "verdicts" / "L7.3.json", session, tests_folder)
+    cache = VerdictCache(root / ".ol" / "verdicts" / "L7.3.json", session, TestFolder(folder).snapshot())
     carried = cache.carried(variants)         # {variant key: the test that caught it}
     ...                                        # grade the rest
     cache.save(new_kills)                       # the kills of this check, with each test's code digest
@@ -37,6 +37,7 @@ import json
 from pathlib import Path
 
 from ol.core.files import write_whole
+from ol.core.test_folder import Snapshot
 from ol.grading.session import GradingSession
 from ol.grading.suite_code import SuiteDigests
 
@@ -44,11 +45,11 @@ FORMAT = 3   # 3: pitfalls are never carried over (every check runs each in full
 
 
 class VerdictCache:
-    def __init__(self, path: Path, session: GradingSession, tests: Path):
-        self.path, self.tests = Path(path), Path(tests)
-        self.suite_path = session.suite_path(tests)            # how node ids name the folder
+    def __init__(self, path: Path, session: GradingSession, suite: Snapshot):
+        self.path = Path(path)
+        self.suite_path = session.suite_path(suite.path)        # how node ids name the folder
         self.fingerprint = session.fingerprint()
-        self.digests = SuiteDigests(self.tests, self.suite_path)
+        self.digests = SuiteDigests(suite, self.suite_path)
         self.entries, self.course = self._load()
 
     def _load(self) -> tuple[dict[str, dict], dict]:

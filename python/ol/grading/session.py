@@ -4,7 +4,7 @@ built once per module.
     session = GradingSession(root, "L7.3")
     session.mutants                 the counted, message-only and equivalent mutants, the pitfalls
     session.reference, .alternates  the correct implementations (Variant: key, source, origin)
-    with session.scheduler({"student": folder}) as scheduler:
+    with session.scheduler({"student": TestFolder(folder).snapshot()}) as scheduler:
         scheduler.run([...])           confined runs (ol.grading.scheduler)
 
 The files a sandbox sees are assembled here, from the catalog: the course tests
@@ -24,7 +24,7 @@ from pathlib import Path
 from ol.core.catalog import CONTRACT_TREE, COURSE_TESTS_SUPPORT, REFERENCE_TREE, STUDENT_TREE, dotted_name, load_catalog
 from ol.core.errors import OlError
 from ol.core.overlay import Source
-from ol.core.test_folder import SuiteUnreadable, TestFolder
+from ol.core.test_folder import Snapshot, SuiteUnreadable, TestFolder
 from ol.grading import confine
 from ol.grading.mutants import MutantSet, build_mutant_set
 from ol.grading.sandbox import Setup
@@ -150,16 +150,16 @@ class GradingSession:
         return (str(folder.relative_to(self.root)) if folder.is_relative_to(self.root)
                 else f"tests/{folder.name}")
 
-    def tests_setup(self, suites: dict[str, Path], left_out: frozenset[str] = frozenset()) -> Setup:
-        """The student's suites' sandbox: the given suites (name -> folder) as
-        files but those `left_out` (relative to their folder), the reference
+    def tests_setup(self, suites: dict[str, Snapshot], left_out: frozenset[str] = frozenset()) -> Setup:
+        """The student's suites' sandbox: the given suites (name -> snapshot of
+        a folder) as files but those `left_out` (relative to their folder), the reference
         library, the proxy's contract.  Nothing of the course's
         implementations or tests: a suite must bring its own oracle."""
         files: dict[str, bytes] = {"pytest.ini": b"[pytest]\n"}
         suite_paths = {}
-        for name, folder in suites.items():
-            where = self.suite_path(folder)
-            files.update({path: data for path, data in read_folder(Path(folder), where).items()
+        for name, suite in suites.items():
+            where = self.suite_path(suite.path)
+            files.update({path: data for path, data in suite.read(where).items()
                           if path.removeprefix(where + "/") not in left_out})
             suite_paths[name] = where
         return Setup("tests", self._tests_header(suite_paths), files)
@@ -194,7 +194,7 @@ class GradingSession:
                   "target": self.target, "preload": [n for n in self.library if "." in n]}
         return Setup("impl", header, {})
 
-    def scheduler(self, suites: dict[str, Path], *, course: bool = True, workers: int = 2, confinement: str | None = None,
+    def scheduler(self, suites: dict[str, Snapshot], *, course: bool = True, workers: int = 2, confinement: str | None = None,
                sharing: str = "isolated", limits: confine.Limits | None = None,
                left_out: frozenset[str] = frozenset()) -> Scheduler:
         """A Scheduler for these suites of the student's (none: course tests

@@ -26,10 +26,11 @@ import sys
 import tokenize
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ol.core.catalog import REFERENCE_TREE, Catalog, Module, dotted_name
-from ol.core.test_folder import TEST_CLASS_PREFIX, TEST_FUNCTION_PREFIX, TestFolder, is_test_file
+from ol.core import test_folder
+from ol.core.test_folder import TEST_CLASS_PREFIX, TEST_FUNCTION_PREFIX, Snapshot, TestFolder, is_test_file
 
 # Builtins that read files, run text as code, or reach the interpreter's state.
 FORBIDDEN_CALLS = {
@@ -83,10 +84,10 @@ class Violation:
         return f"{self.path}:{self.line}: {self.message}"
 
 
-def check_test_folder(folder: Path, root: Path, allowed_imports: tuple[str, ...],
+def check_test_folder(folder: Snapshot, root: Path, allowed_imports: tuple[str, ...],
                       contract_names: dict[str, frozenset[str]],
                       implementations: dict[str, str] | None = None) -> list[Violation]:
-    """Every violation in `folder`.
+    """Every violation in the snapshot `folder` (its bytes, not the disk's now).
 
     allowed_imports: module names the tests may import; a name also allows its
         submodules, except under `tinyllm`, where each module is listed.
@@ -96,31 +97,32 @@ def check_test_folder(folder: Path, root: Path, allowed_imports: tuple[str, ...]
         of the module under test (the reference, the alternates): a function
         copied from one of them is refused.
     """
-    def shown_path(path: Path) -> str:
+    def shown_path(name: str) -> str:
+        path = folder.path / name
         return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
-    violations = _folder_violations(TestFolder(folder), allowed_imports, shown_path)
+    violations = _folder_violations(folder, allowed_imports, shown_path)
     copied_from = _function_fingerprints(implementations or {})
-    trees: dict[Path, tuple[str, str, ast.Module]] = {}     # each file that reads: (shown, text, tree)
+    trees: dict[str, tuple[str, str, ast.Module]] = {}     # each file that reads: name -> (shown, text, tree)
     unread = 0
-    for path in TestFolder(folder).python_files():
-        shown = shown_path(path)
-        read = _read(path.read_bytes(), shown)
+    for name in folder.python_files():
+        shown = shown_path(name)
+        read = _read(folder.files[name], shown)
         if isinstance(read, Violation):
             violations.append(read)
             unread += 1
             continue
         text, tree = read
-        trees[path] = (shown, text, tree)
+        trees[name] = (shown, text, tree)
         violations.extend(_copies(tree, text, shown, copied_from))
     # A file left out is no module of the folder: another file that imports it by its name would get the
     # installed package of that name in the sandbox (ol, pluggy, ...).  So the rules are read again
     # with the files left out so far, until no more are.
     refused = {v.path for v in violations if v.scope == FILE}
     while True:
-        local_modules = {path.stem for path, (shown, _, _) in trees.items() if shown not in refused}
+        local_modules = {PurePosixPath(name).stem for name, (shown, _, _) in trees.items() if shown not in refused}
         found = []
-        for path, (shown, _, tree) in trees.items():
+        for shown, _, tree in trees.values():
             checker = _Checker(shown, allowed_imports, contract_names, local_modules)
             checker.check(tree)
             found.extend(checker.violations)
@@ -129,26 +131,27 @@ def check_test_folder(folder: Path, root: Path, allowed_imports: tuple[str, ...]
             break
         refused = now
     violations.extend(found)
-    tests = sum(_count_tests(tree) for path, (_, _, tree) in trees.items()
-                if is_test_file(path.name))   # pytest collects no other file
+    tests = sum(_count_tests(tree) for name, (_, _, tree) in trees.items()
+                if is_test_file(name))   # pytest collects no other file
     if tests == 0 and not unread:    # a file that does not read is named already: its tests are unknown
-        shown = str(folder.relative_to(root)) if folder.is_relative_to(root) else str(folder)
         violations.append(Violation(
-            shown, 0, "no tests found: write at least one `def test_...` function in a file named test_*.py", FOLDER
+            shown_path("."), 0, "no tests found: write at least one `def test_...` function in a file named test_*.py", FOLDER
         ))
     return violations
 
 
-def check_student_tests(root: Path, catalog: Catalog, module: Module, folder: Path | None = None) -> list[Violation]:
+def check_student_tests(root: Path, catalog: Catalog, module: Module,
+                        folder: Snapshot | Path | None = None) -> list[Violation]:
     """Every violation `ol check` would find in the module's test folder (or
-    `folder`), read from the catalog alone: nothing is graded or run.  `ol
+    `folder`, a path or a snapshot of one), read from the catalog alone: nothing is graded or run.  `ol
     tests --mine` shows these before it runs the tests.  A module without
     grading has no rules: [] then."""
     grading = module.grading
     if grading is None:
         return []
     root = Path(root)
-    folder = Path(folder) if folder is not None else root / module.student_tests
+    if not isinstance(folder, Snapshot):
+        folder = TestFolder(folder if folder is not None else root / module.student_tests).snapshot()
     implementations = {f"{REFERENCE_TREE}/{grading.target}": root / REFERENCE_TREE / grading.target}
     implementations.update({path: root / path for path in grading.alternates})
     return check_test_folder(folder, root, grading.allowed_imports,
@@ -179,20 +182,22 @@ def contract_names(root: Path, catalog: Catalog, allowed_imports: tuple[str, ...
     return names
 
 
-def _folder_violations(folder: TestFolder, allowed_imports: tuple[str, ...], shown_path) -> list[Violation]:
+def _folder_violations(folder: Snapshot, allowed_imports: tuple[str, ...], shown_path) -> list[Violation]:
     """Links, compiled files, and files or folders named like a module they would hide."""
     shadowable = set(sys.stdlib_module_names) | {name.split(".")[0] for name in allowed_imports}
     violations = []
-    for path in folder.paths():
-        if path.is_symlink():
-            violations.append(Violation(shown_path(path), 0, "is a symbolic link: a graded folder holds plain files only",
+    for name, kind in folder.entries:
+        path = PurePosixPath(name)
+        if kind == test_folder.LINK:
+            violations.append(Violation(shown_path(name), 0, "is a symbolic link: a graded folder holds plain files only",
                                         FOLDER))
-        elif path.suffix in COMPILED_SUFFIXES or (path.is_file() and path.read_bytes()[:4] == b"\x7fELF"):
-            violations.append(Violation(shown_path(path), 0, (
+        elif path.suffix in COMPILED_SUFFIXES or folder.files.get(name, b"")[:4] == b"\x7fELF":
+            violations.append(Violation(shown_path(name), 0, (
                 "is a compiled file: graded tests are Python source only (a compiled module beside a .py file "
                 "would be imported in its place)"), FOLDER))
-        elif (path.suffix == ".py" and path.stem in shadowable) or (path.is_dir() and path.name in shadowable):
-            violations.append(Violation(shown_path(path), 0, (
+        elif (path.suffix == ".py" and path.stem in shadowable) or (kind == test_folder.FOLDER
+                                                                     and path.name in shadowable):
+            violations.append(Violation(shown_path(name), 0, (
                 f"is named like the module {path.stem}, which it would hide from your tests; rename it "
                 "(helpers need names of their own)"), FOLDER))
     return violations

@@ -19,7 +19,7 @@ so adding a test, or editing one, changes the digest of that test alone;
 editing a helper of one file changes its file's tests; editing conftest.py
 changes every test.  The files are only parsed here (ast), never run.
 
-    digests = SuiteDigests(folder, "python/tests/l7-3-rope")
+    digests = SuiteDigests(TestFolder(folder).snapshot(), "python/tests/l7-3-rope")
     digests.of("python/tests/l7-3-rope/test_rope.py::test_half[3-1]")   # a hex digest, or None
 """
 
@@ -29,20 +29,20 @@ import ast
 import hashlib
 import json
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
-from ol.core.test_folder import TEST_CLASS_PREFIX, TEST_FUNCTION_PREFIX, TestFolder, is_test_file
+from ol.core.test_folder import TEST_CLASS_PREFIX, TEST_FUNCTION_PREFIX, Snapshot, is_test_file
 
 
 
 class SuiteDigests:
     """The digest of every test of a folder, by node id."""
 
-    def __init__(self, folder: Path, suite_path: str):
-        self.folder, self.prefix = TestFolder(folder), suite_path.rstrip("/") + "/"
-        self.support = _sha(json.dumps(sorted((name, digest) for name, digest in self.folder.digests().items()
+    def __init__(self, suite: Snapshot, suite_path: str):
+        self.prefix = suite_path.rstrip("/") + "/"
+        self.support = _sha(json.dumps(sorted((name, digest) for name, digest in suite.digests().items()
                                               if not is_test_file(name))))
-        tests = {self.folder.relative(path): path.read_bytes() for path in self.folder.test_files()}
+        tests = {name: suite.files[name] for name in suite.test_files()}
         whole = {PurePosixPath(name).stem: _sha(data) for name, data in tests.items()}
         self.files = {name: _FileUnits(data, whole) for name, data in tests.items()}
 

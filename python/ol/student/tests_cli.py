@@ -70,12 +70,18 @@ def static_findings(ctx: Context, module: Module) -> int:
     """Read the student's tests as `ol check` will (its static check), print
     what it would refuse, and return how many findings there are.  Nothing
     is refused here: the tests run anyway."""
+    from ol.core.test_folder import SuiteUnreadable
     from ol.grading.static_check import check_student_tests
 
     folder = ctx.root / module.student_tests
     if module.grading is None or not folder.is_dir():
         return 0
-    violations = check_student_tests(ctx.root, ctx.catalog, module, folder)
+    try:
+        violations = check_student_tests(ctx.root, ctx.catalog, module, folder)
+    except SuiteUnreadable as unreadable:     # ol check would refuse the folder whole: say so, then run
+        ctx.say(f"ol: {ctx.ol} check would refuse to grade your tests: {unreadable}",
+                "  They run now all the same; fix this before you check.", "")
+        return 1
     if not violations:
         ctx.say(f"ol: your tests read as {ctx.ol} check reads them: nothing it would refuse.")
         return 0
