@@ -124,6 +124,8 @@ class CheckResult:
     seconds: float = 0.0
     confinement: str = ""  # "confined", "confined-by-uid" or "unconfined" (ol.grading.confine)
     memory_bound: str = ""  # the memory bound per run in force (ol.grading.memory)
+    time_limit: float = 0.0   # the processor seconds each run was given (CheckRequest.time_limit);
+                              # a timeout's detail says it in words, this says it as a number
     course_tests: dict[str, int] = field(default_factory=dict)   # {"passed": n, "total": n}
     killed_by: dict[str, str] = field(default_factory=dict)      # variant id -> first test that failed on it
     mutants: list[MutantLine] = field(default_factory=list)      # every counted mutant
@@ -172,7 +174,7 @@ class CheckResult:
 JSON_FIELDS = ("module", "passed", "score", "threshold", "killed", "counted", "pitfalls", "survivors",
                "reason", "problems", "output", "excluded", "seconds", "confinement", "course_tests", "killed_by",
                "mutants", "carried_over", "course_tests_kept", "mutants_of", "floors", "rejected", "memory_bound",
-               "tests", "graded_tests", "course_failure", "not_imported", "features")
+               "tests", "graded_tests", "course_failure", "not_imported", "features", "time_limit")
 
 
 def not_run_json(module: str, error: str) -> dict:
@@ -311,7 +313,7 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
     started = time.monotonic()
     root, module, grading = session.root, session.module, session.grading
     tests = Path(tests).resolve() if tests is not None else root / module.student_tests
-    result = CheckResult(module=module.id, threshold=grading.threshold, confinement=confinement)
+    result = CheckResult(module=module.id, threshold=grading.threshold, confinement=confinement, time_limit=time_limit)
     result.excluded = {"message_only": len(session.mutants.message_only), "equivalent": len(session.mutants.equivalent)}
 
     def stop(reason: str, problems: list[str], output: str = "") -> CheckResult:

@@ -197,12 +197,13 @@ def _not_graded(record: GradeRecord, rejected: tuple[dict, ...], error: str) -> 
         return (f"your tests do things graded tests may not, so they were not run: {_location(problems[0])}"
                 if problems else reason), tuple(_location(p) for p in problems)
     if _rejected(result) and rejected:
-        return _rejected_tests(reason, list(rejected), problems)
+        return _rejected_tests(reason, result, list(rejected), problems)
     if _rejected(result):
         lines = tuple(_location(p.removeprefix("your test rejects a correct implementation: ")) for p in problems)
         tests = list(dict.fromkeys(m.rstrip("):,") for p in problems for m in re.findall(r"[\w./-]+\.py::[^\s)]+", p)))
-        limit = next((m.group(1) for p in problems for m in [_time_limit_said(p)] if m), None)
-        said = reason.replace("fail", "time out", 1) + f" ({float(limit):g} s)" if limit else reason
+        from ol.grading.grader import TIMEOUT
+
+        said = _timed_out(reason, result) if any(f" {TIMEOUT} on " in p for p in problems) else reason
         return (f"{said}: {', '.join(tests[:3])}" if tests else said), lines
     if record.no_tests and (reason.startswith("no test folder") or "found no tests" in " ".join(problems)):
         return record.no_tests, ()
@@ -210,35 +211,28 @@ def _not_graded(record: GradeRecord, rejected: tuple[dict, ...], error: str) -> 
     return (f"{reason}: {first}" if first else reason), tuple(problems)
 
 
-def _time_limit_said(problem: str) -> re.Match | None:
-    """The time limit a timeout's detail names (ol.grading.grader.Grader.verdict):
-    "the time limit is 20.0 s" (a run the clock stopped, after up to 3 times
-    that), "had used 20 s of processor time", or an older "after 20 s"."""
-    return _limit_in(problem) if "timeout" in problem else None
-
-
-def _limit_in(text: str) -> re.Match | None:
-    """The time limit a timeout's text names, in any of the wordings above."""
-    number = r"(\d+(?:\.\d+)?)"   # a run's own text may say "1.2.3 s": only a number is a limit
-    return (re.search(rf"the time limit is {number} s", text) or re.search(rf"used {number} s of processor", text)
-            or re.search(rf"after {number} s", text))
+def _timed_out(reason: str, result: CheckResult) -> str:
+    """"your tests fail on ..." as "your tests time out on ... (20 s)": the
+    limit the check gave each run (CheckResult.time_limit; a record written
+    before it was kept has none to name)."""
+    said = reason.replace("fail", "time out", 1)
+    return f"{said} ({result.time_limit:g} s)" if result.time_limit else said
 
 
 MAX_NAMED = 3               # rejected tests named in the reason
 FAILURE_LINES = 8           # lines of each rejected test's failure in the details
 
 
-def _rejected_tests(reason: str, rejected: list[dict], problems: list[str]) -> tuple[str, tuple[str, ...]]:
+def _rejected_tests(reason: str, result: CheckResult, rejected: list[dict],
+                    problems: list[str]) -> tuple[str, tuple[str, ...]]:
     """The reason names the first tests with the first line of their failure
     ("test_a.py::test_x: NameError: name 'foo' is not defined"); the details
     give each test once: the correct implementations it fails on, and its
     failure as pytest's short summary words it."""
+    from ol.grading.grader import TIMEOUT
     from ol.grading.variants import describe
 
-    timeouts = [e for e in rejected if e.get("status") == "timeout"]
-    limit = next((m.group(1) for e in timeouts for m in [_limit_in(e.get("failure", ""))] if m),
-                 None)
-    said = reason.replace("fail", "time out", 1) + f" ({float(limit):g} s)" if limit else reason
+    said = _timed_out(reason, result) if any(e.get("status") == TIMEOUT for e in rejected) else reason
     named = [e["test"] + (f": {_first_line(e['failure'])}" if e.get("status") != "timeout" and e.get("failure") else "")
              for e in rejected[:MAX_NAMED]]
     more = f"; and {len(rejected) - MAX_NAMED} more" if len(rejected) > MAX_NAMED else ""
