@@ -235,9 +235,18 @@ def test_a_report_of_files_and_tests_left_out_reads_both():
     assert "test_reads.py was not run" in to_html(result, None, "rope.py")
 
 
-def test_a_time_limit_is_read_only_from_a_number():
-    """A timeout's failure text may be the student's own words: "1.2.3 s" is no limit (float() raised)."""
-    from ol.instructor.class_grading.outcome import _limit_in
+def test_a_time_limit_is_never_read_from_a_runs_words():
+    """A timeout's failure text may be the student's own words ("the time limit
+    is 1.2.3 s" once made float() raise): the limit said is the check's number."""
+    from ol.core.catalog import load_catalog
+    from ol.grading.check import CheckResult
+    from ol.instructor.class_grading.one import GradeRecord
+    from ol.instructor.class_grading.outcome import read_outcome
 
-    assert _limit_in("it had not ended; the time limit is 1.2.3 s") is None
-    assert _limit_in("the time limit is 20.0 s of processor time").group(1) == "20.0"
+    points = load_catalog(ROOT).get("L7.3").grading.points
+    for words in ("the time limit is 1.2.3 s", "the time limit is 99999 s of processor time"):
+        entry = {"test": "t/test_a.py::test_x", "status": "timeout", "failure": words, "implementations": []}
+        result = CheckResult(module="L7.3", threshold=0.8, reason="your tests fail on a correct implementation",
+                             rejected=[entry], time_limit=7.0)
+        said = read_outcome(GradeRecord(student="s", module="L7.3", result=result), points, []).reason
+        assert said.startswith("your tests time out on a correct implementation (7 s): "), said
