@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from ol.grading.check_cli import _Progress
+from ol.grading.check_cli import _RunsBar
 from ol.grading.events import Judged, Planned, StageEnded, Unconfined
 
 
@@ -18,7 +18,7 @@ class Terminal(io.StringIO):
 
 def test_the_bar_of_ol_check_counts_the_runs_that_caught_their_variant():
     screen = Terminal()
-    progress = _Progress(screen)
+    progress = _RunsBar(screen)
     progress(Planned(4))
     for status, caught in (("failed", True), ("correct", False), ("passed", False), ("timeout", True)):
         progress(Judged(status, caught))

@@ -557,8 +557,8 @@ def test_a_variant_that_hangs_or_kills_its_process_counts_as_caught(tmp_path):
         grader = Grader(session, scheduler, time_limit=3)
         verdicts = grader.suite([Variant("spins", spins, "rope.py"), Variant("exits", exits, "rope.py")])
         assert {v.status for v in grader.correct_verdicts} == {PASSED} and not grader.left_out
-    assert verdicts["spins"].status == TIMEOUT and verdicts["spins"].killed
-    assert verdicts["exits"].killed and verdicts["exits"].failed[0].endswith("test_hand_example")
+    assert verdicts["spins"].status == TIMEOUT and verdicts["spins"].caught
+    assert verdicts["exits"].caught and verdicts["exits"].failed[0].endswith("test_hand_example")
 
 
 def test_only_the_courses_own_code_killed_unasked_is_a_fault_of_the_grader():
@@ -726,9 +726,9 @@ def test_the_shared_check_gives_the_verdicts_of_isolated_runs(module_id, suite):
             grader = Grader(session, scheduler, time_limit=30)
             verdicts[sharing] = grader.suite(variants)
     differ = {key: (verdicts["shared"][key].status, verdicts["isolated"][key].status)
-              for key in verdicts["isolated"] if verdicts["shared"][key].killed != verdicts["isolated"][key].killed}
+              for key in verdicts["isolated"] if verdicts["shared"][key].caught != verdicts["isolated"][key].caught}
     assert not differ, f"shared vs isolated verdicts differ: {differ}"
-    assert len({v.killed for v in verdicts["isolated"].values()}) == 2, "the sample should hold caught and missed variants"
+    assert len({v.caught for v in verdicts["isolated"].values()}) == 2, "the sample should hold caught and missed variants"
 
 
 @pytest.mark.slow

@@ -18,13 +18,14 @@
        implementation ("your test rejects a correct implementation" otherwise);
     5. the suite runs against the pitfall mutants and every counted generated
        mutant, shuffled, with the correct implementations run again among
-       them; a mutant is killed when the suite fails, hangs or crashes on it;
+       them; a mutant is caught when the suite fails, hangs or crashes on it;
     6. each survivor gets its witness (ol.grading.witnesses), the call that tells
        it from the reference, unless the session says its mutants have none.
 
-    score  = killed / counted   (the counted generated mutants; the pitfalls are graded
-                                 apart: every one must be caught)
-    passed = score >= threshold and every pitfall killed and every public
+    score  = caught / counted   (the counted generated mutants; the pitfalls are graded
+                                 apart: every one must be caught.  The record calls
+                                 the caught ones `killed`, mutmut's word: a contract)
+    passed = score >= threshold and every pitfall caught and every public
              function's floor met (ol.grading.floors) and every feature's
              (ol.grading.features) and the course tests pass
 
@@ -129,7 +130,7 @@ class CheckResult:
     course_tests: dict[str, int] = field(default_factory=dict)   # {"passed": n, "total": n}
     killed_by: dict[str, str] = field(default_factory=dict)      # variant id -> first test that failed on it
     mutants: list[MutantLine] = field(default_factory=list)      # every counted mutant
-    carried_over: int = 0     # kills taken from the last check (their tests' code unchanged), not run again
+    carried_over: int = 0     # catches taken from the last check (their tests' code unchanged), not run again
     course_tests_kept: bool = False   # the course tests' pass taken from the last check (the same code)
     mutants_of: str = "the reference"  # what the mutants change: "your own code" in a student kit (ol.grading.local)
     floors: list[dict] = field(default_factory=list)     # each public function's floor (ol.grading.floors.Floor),
@@ -190,7 +191,7 @@ def _known(kind, record: dict) -> dict:
 @dataclass(frozen=True)
 class CheckRequest:
     """What a check is asked to do; check_module decides from it how runs are
-    confined, whether the suite is collected once, and whether the kills of
+    confined, whether the suite is collected once, and whether the catches of
     the last check are kept."""
 
     tests: Path | None = None       # default: the student's folder for the module
@@ -203,7 +204,7 @@ class CheckRequest:
     workers: int = 2
     time_limit: float = DEFAULT_TIME_LIMIT
     memory_limit: int | None = None     # MiB per run, all its processes together (None: confine.Limits')
-    verdicts: Path | None = None    # where the kills are kept (None: ROOT/.ol/verdicts/MODULE.json; tests name one)
+    verdicts: Path | None = None    # where the catches are kept (None: ROOT/.ol/verdicts/MODULE.json; tests name one)
 
 
 def check_module(root: Path, module_id: str, request: CheckRequest = CheckRequest(), *,
@@ -368,7 +369,7 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
 
             def suite() -> CheckResult | None:
                 """The student's suite against every variant: the reason to stop, or None."""
-                nonlocal verdicts, by, carried_over, kills
+                nonlocal verdicts, by, carried_over, catches
                 if fatal:
                     return stop("your tests do things graded tests may not (they were not run)",
                                 [str(v) for v in violations])
@@ -399,8 +400,8 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
                                          f"something of what a correct implementation does, so only "
                                          f"{grading.max_rejected} may be"], found.output)
                     by = grader.by
-                    kills = {key: v.failed[0] for key, v in verdicts.items()
-                             if v.killed and v.failed and not is_pitfall(key)}
+                    catches = {key: v.failed[0] for key, v in verdicts.items()
+                               if v.caught and v.failed and not is_pitfall(key)}
                 except SuiteProblem as problem:
                     if grader.left_out:   # every test left out: say why, each
                         found = rejected_tests(grader, session, grader.left_out)
@@ -415,7 +416,8 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
             verdicts: dict[str, Verdict] = {}
             by: dict[str, tuple[str, ...]] = {}
             carried_over = 0
-            kills: dict[str, str] | None = None   # what the verdict cache keeps, once the suite is graded
+            catches: dict[str, str] | None = None   # {variant key: the test that caught it}: what the verdict
+                                                    # cache keeps, once the suite is graded
             if course_first and course_tests and kept_course is None and not session.suite_needs_passing_code:
                 # the local check, whose suite is graded whatever the course tests say: they run
                 # beside the suite's first runs (one run of theirs would leave the other slots idle)
@@ -427,8 +429,8 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
             else:   # the instructor's grade: the student's code runs only after every run of the suite
                 stopped = suite()
                 stopped = (course() if course_tests else None) or stopped
-            if cache is not None and kills is not None:   # with the course tests' pass, once both are in
-                cache.save(kills)
+            if cache is not None and catches is not None:   # with the course tests' pass, once both are in
+                cache.save(catches)
             if stopped is not None:
                 return stopped
             if then is not None:
@@ -438,18 +440,18 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
 
     pitfalls = [(p, verdicts.get(pitfall_key(p.id))) for p in session.mutants.pitfalls]
     mutants = [(m, verdicts.get(m.id)) for m in session.mutants.counted]
-    result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(v and v.killed),
+    result.pitfalls = [PitfallOutcome(p.id, p.misconception, p.symptom, bool(v and v.caught),
                                       by.get(pitfall_key(p.id), ())) for p, v in pitfalls]
-    result.survivors = [Survivor(m.id, m.function, m.diff) for m, v in mutants if not (v and v.killed)]
-    result.killed_by = {key: v.failed[0] for key, v in verdicts.items() if v.killed and v.failed}
+    result.survivors = [Survivor(m.id, m.function, m.diff) for m, v in mutants if not (v and v.caught)]
+    result.killed_by = {key: v.failed[0] for key, v in verdicts.items() if v.caught and v.failed}
     result.not_imported = sorted(key for key, v in verdicts.items() if v.detail == NOT_IMPORTED)
     result.carried_over = carried_over
-    result.mutants = [MutantLine(m.id, m.function, m.line, bool(v and v.killed), result.killed_by.get(m.id), m.diff)
+    result.mutants = [MutantLine(m.id, m.function, m.line, bool(v and v.caught), result.killed_by.get(m.id), m.diff)
                       for m, v in mutants]
     # Pitfalls are graded on their own (each must be caught, and ol grade gives them their own points);
     # the score counts the generated mutants alone, so no pitfall counts twice.
     result.counted = len(mutants)
-    result.killed = sum(bool(v and v.killed) for _, v in mutants)
+    result.killed = sum(bool(v and v.caught) for _, v in mutants)
     result.score = result.killed / result.counted if result.counted else 1.0
     if isinstance(grading.rejected, float):   # the catalog's penalty per test (or file) left out by its own fault
         own = [e for e in result.rejected if e["status"] != NOT_RUN]
@@ -545,7 +547,7 @@ def check_model_answer(session: GradingSession, tests: Path, *,
     def equivalents(grader: Grader) -> None:
         variants = session.mutant_variants("equivalent")
         if variants:
-            caught.extend(key for key, verdict in grader.suite(variants, correct=False).items() if verdict.killed)
+            caught.extend(key for key, verdict in grader.suite(variants, correct=False).items() if verdict.caught)
 
     result = _check(session, request, confinement=confinement, sharing="isolated", verdict_cache=None, limits=None, on_event=None,
                     then=equivalents)

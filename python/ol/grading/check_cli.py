@@ -47,7 +47,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "counts alone)")
     parser.add_argument("--all", action="store_true", help="show every surviving mutant's diff")
     parser.add_argument("--fresh", action="store_true",
-                        help="grade every mutant again (by default a re-check keeps the kills of tests whose "
+                        help="grade every mutant again (by default a re-check keeps the catches of tests whose "
                              "code, and the helpers, fixtures and conftest they use, you have not changed since "
                              "the last check)")
     parser.add_argument("--require-confinement", action="store_true",
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace, ctx) -> int:
                                require_confinement=args.require_confinement, confinement=args.confinement,
                                fresh=args.fresh, workers=args.jobs, time_limit=args.time_limit,
                                memory_limit=args.memory_limit)
-        progress = _Progress(ctx.err)
+        progress = _RunsBar(ctx.err)
 
         def on_event(event: Event) -> None:
             if isinstance(event, Unconfined) and not args.json:
@@ -129,7 +129,7 @@ def _write_html(ctx, module, result, path: Path, stream) -> None:
     print(f"The report as a web page: {path.as_uri()}", file=stream)
 
 
-class _Progress:
+class _RunsBar:
     """on_event for check_module: the bar counts verdicts against the plan's runs."""
 
     def __init__(self, stream):

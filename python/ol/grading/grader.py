@@ -15,7 +15,7 @@ could measure, and a run learns the observer's decisions only by its death.
     graded tests     the tests that passed on every run of a correct
                      implementation; every other test (failed, errored, hung,
                      or never reached there) is left out and named, with why
-    verdict          killed when a graded test failed on it, or when the run
+    verdict          caught when a graded test failed on it, or when the run
                      crashed or ran out of time outside a left-out test; only
                      the run's exit, its own notes and the observer's clock
                      decide it
@@ -72,8 +72,8 @@ class Verdict:
     detail: str = ""
 
     @property
-    def killed(self) -> bool:
-        """A variant is killed when the suite fails, hangs or crashes on it."""
+    def caught(self) -> bool:
+        """A variant is caught when the suite fails, hangs or crashes on it."""
         return self.status in (FAILED, TIMEOUT, CRASHED)
 
 
@@ -170,7 +170,7 @@ class Grader:
               carried: dict[str, Verdict] | None = None) -> dict[str, Verdict]:
         """The suite on every variant, with the correct implementations among
         them (correct=False: only the variants, graded by the tests left out
-        before).  carried: kills kept from the last check, by variant key;
+        before).  carried: catches kept from the last check, by variant key;
         such a variant is not run while the test that caught it is graded.
         Raises SuiteProblem if the suite cannot be graded: it does not
         collect, or no test passes on every correct run."""
@@ -204,7 +204,7 @@ class Grader:
                 break
         place = {test: index for index, test in enumerate(self.filed or self.collected)}
         for key, verdict in verdicts.items():
-            if is_pitfall(key) and verdict.killed:
+            if is_pitfall(key) and verdict.caught:
                 self.by[key] = tuple(sorted(verdict.failed, key=lambda test: place.get(test, len(place))))
         return verdicts
 
@@ -214,7 +214,7 @@ class Grader:
         changed, or when imported under another name, would otherwise catch every mutant by itself."""
         verdict = self.verdict(variant.key, outcome, self.time_limit, self.left_out)
         imported = any("imported" in line for line in outcome.impl_notes)
-        if verdict.killed and self.session.variants_must_import and not variant.is_trusted and not imported:
+        if verdict.caught and self.session.variants_must_import and not variant.is_trusted and not imported:
             return Verdict(variant.key, PASSED, (), outcome.seconds, NOT_IMPORTED)
         return verdict
 

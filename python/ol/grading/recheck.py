@@ -4,7 +4,7 @@ edit re-runs only what the edit can change.
     cache = VerdictCache(root / ".ol" / "verdicts" / "L7.3.json", session, TestFolder(folder).snapshot())
     carried = cache.carried(variants)         # {variant key: the test that caught it}
     ...                                        # grade the rest
-    cache.save(new_kills)                       # the kills of this check, with each test's code digest
+    cache.save(catches)                         # {variant key: test} of this check, with each test's code digest
 
 The course tests' pass carries over too, when the student's code (and, without
 --ref-deps, the modules it needs) is the same text as at that pass: an edit
@@ -18,7 +18,7 @@ the grade has changed (the session's fingerprint: the reference, the mutants,
 the grader's own code), and while that test is still graded (it passed on
 every correct run of this check).  So adding or editing one test of a
 one-file suite re-grades only what that edit can change: the survivors, and
-the kills of tests whose code changed.  The correct implementations and the
+the catches of tests whose code changed.  The correct implementations and the
 pitfalls always run again, each in full.  Verdicts are deterministic (fixed
 hash seed, derandomized Hypothesis seeded from each test's own source), so a
 warm check gives the cold check's grade for tests that do not depend on one
@@ -41,7 +41,7 @@ from ol.core.test_folder import Snapshot
 from ol.grading.session import GradingSession
 from ol.grading.suite_code import SuiteDigests
 
-FORMAT = 3   # 3: pitfalls are never carried over (every check runs each in full)
+FORMAT = 4   # 3: pitfalls are never carried over (every check runs each in full); 4: "caught", was "kills"
 
 
 class VerdictCache:
@@ -60,7 +60,7 @@ class VerdictCache:
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("fingerprint") != self.fingerprint \
                 or data.get("folder") != self.suite_path:
             return {}, {}
-        entries, course = data.get("kills", {}), data.get("course", {})
+        entries, course = data.get("caught", {}), data.get("course", {})
         return entries if isinstance(entries, dict) else {}, course if isinstance(course, dict) else {}
 
     def course_passed(self, code: str) -> dict[str, int] | None:
@@ -91,16 +91,16 @@ class VerdictCache:
                 carried[key] = entry["test"]
         return carried
 
-    def save(self, kills: dict[str, str]) -> None:
-        """Remember these kills ({variant key: test}) with the code each test
+    def save(self, catches: dict[str, str]) -> None:
+        """Remember these catches ({variant key: test}) with the code each test
         can run now; a failure to write only costs time."""
         entries = {}
-        for key, test in kills.items():
+        for key, test in catches.items():
             digest = self.digests.of(test)
             if digest is not None:
                 entries[key] = {"test": test, "code": digest}
         data = {"format": FORMAT, "fingerprint": self.fingerprint, "folder": self.suite_path,
-                "kills": entries, "course": self.course}
+                "caught": entries, "course": self.course}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_whole(self.path, json.dumps(data, indent=1, sort_keys=True))

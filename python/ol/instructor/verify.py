@@ -11,7 +11,7 @@
                    course-test call where both give a result; the model-answer
                    suite grades 1.0 with every pitfall caught; the reviewed
                    equivalent list still matches what mutmut generates, and
-                   the model answer kills none of them (else they are not
+                   the model answer catches none of them (else they are not
                    equivalent)
 
 A change to the reference that breaks any of this is reported, never
@@ -201,7 +201,7 @@ def _verify_grading(session, result: VerifyResult, workers: int) -> None:
             "survivors of the model answer are printed by ol check on it)"
         )
     _list_mutants_without_witness(session, result)
-    check, killed = check_model_answer(session, session.root / grading.model_answer, workers=workers)
+    check, caught = check_model_answer(session, session.root / grading.model_answer, workers=workers)
     if check.reason:
         result.problems.append(f"the model answer ({grading.model_answer}) is not graded: {check.reason}: "
                                + "; ".join(check.problems))
@@ -215,10 +215,10 @@ def _verify_grading(session, result: VerifyResult, workers: int) -> None:
         + "; ".join(f"{s.id}\n{s.diff}" for s in check.survivors),
     )
     result.check(
-        not killed,
+        not caught,
         f"none of the {len(mutants.equivalent)} reviewed equivalent mutants is caught by the model answer",
         f"{grading.equivalent} lists mutants the model answer CATCHES, so they are not equivalent: "
-        + ", ".join(killed),
+        + ", ".join(caught),
     )
 
 

@@ -215,7 +215,7 @@ def _grade(args, ctx, module, submissions, only, out: Path, confinement: str,
     if missing:
         print(f"ol grade: not graded yet, left out (run without --only to grade them): {', '.join(missing)}",
               file=ctx.err)
-    progress = _Progress(len(groups), kept, stream=ctx.err)
+    progress = _GradingsBar(len(groups), kept, stream=ctx.err)
 
     def finish(digest: str, graded: GradeRecord) -> None:
         for base in groups[digest][1]:
@@ -424,7 +424,7 @@ def _starter(root: Path, module) -> dict[str, str]:
         return {}
 
 
-class _Progress:
+class _GradingsBar:
     """Gradings done, and the time left estimated from the mean time per
     grading so far: a bar on a terminal, a line per grading elsewhere."""
 

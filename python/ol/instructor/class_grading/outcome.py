@@ -98,8 +98,8 @@ def read_outcome(record: GradeRecord, table: dict[str, float], catalog_pitfalls:
     course_pair = (int(course["passed"]), int(course["total"])) if course and course.get("total") else None
     error = record.error or ""
     graded = not record.not_graded and not error and result is not None and result.score is not None
-    killed, counted = (int(result.killed), int(result.counted)) if result is not None else (0, 0)
-    score = Fraction(killed, counted) if graded and counted else (Fraction(1) if graded else None)
+    mutants_caught, counted = (int(result.killed), int(result.counted)) if result is not None else (0, 0)
+    score = Fraction(mutants_caught, counted) if graded and counted else (Fraction(1) if graded else None)
     by_id = {p.id: p for p in result.pitfalls} if result is not None else {}
     listed = catalog_pitfalls or [{"id": p.id, "misconception": p.misconception, "symptom": p.symptom}
                                   for p in by_id.values()]
@@ -133,7 +133,7 @@ def read_outcome(record: GradeRecord, table: dict[str, float], catalog_pitfalls:
         reason=in_student_words(reason, names),
         details=tuple(in_student_words(line, names) for line in details),
         points=points(table, course=course_pair, score=score, pitfalls=(caught, len(pitfalls)) if graded else None),
-        score=score, killed=killed if graded else 0, counted=counted if graded else 0, threshold=threshold,
+        score=score, killed=mutants_caught if graded else 0, counted=counted if graded else 0, threshold=threshold,
         course=course_pair, pitfalls=pitfalls,
         survivors=tuple(SurvivorLine(s.id, s.function, s.diff, s.witness, s.possibly_equivalent)
                         for s in result.survivors) if graded else (),
