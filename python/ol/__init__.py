@@ -14,4 +14,7 @@ both ways):
     student/        what students run: start, tests, watch, shell, submit, milestones
     instructor/     what instructors run: verify, release, grade a class
     grading/        `ol check`: a student's tests graded by mutation; its own map: grading/README.md
+
+The words the code uses, one meaning each (caught, kill, variant, outcome,
+...): GLOSSARY.md here, held by tests/test_glossary.py.
 """
