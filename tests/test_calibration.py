@@ -61,7 +61,7 @@ L7.5 a 206, b 205, c 205 of 206; each model answer all of them).  A suite of
 rope_parameters oracle comparisons alone (tests/grading_suites/
 l7-4-oracle-only: suite b without its rope_spec tests) scored 411/500 = 0.82
 with every pitfall caught and passed; it now fails on rope_spec: 0 of 73
-caught (at least 37 needed) (tests/test_floors.py).  The weak L7.5 suite
+caught (at least 37 needed) (tests/grading/test_floors.py).  The weak L7.5 suite
 catches 107/122 of attention and 12/14 of causal_mask: above its floors, it
 still fails on a04 and a05 alone.
 

@@ -209,8 +209,12 @@ class Source:
         return found
 
 
+WINGS = ("core", "grading", "instructor", "student")   # tests/<wing>/ mirrors python/ol/<wing>/
+
+
 def kit_sources() -> list[Source]:
-    return [Source(path.name, path.read_text()) for path in sorted(TESTS.glob("test_*.py"))]
+    paths = [*TESTS.glob("test_*.py"), *(path for wing in WINGS for path in (TESTS / wing).glob("test_*.py"))]
+    return [Source(path.name, path.read_text()) for path in sorted(paths, key=lambda path: path.name)]
 
 
 # ---- the rules hold in the kit's tests --------------------------------------------------------

@@ -13,7 +13,7 @@ tinyllm.modern.rope_tables in the reference tree).
   reference; the chapter names every course test and fixture.
 
 The course tests (course/tests/L7.3x) run on the reference, and a fresh stub
-fails each of them, in tests/test_runner.py.
+fails each of them, in tests/core/test_runner.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Kit tests of L7.4 (RoPE scaling), beside `ol verify L7.4` (tests/test_verify.py),
+"""Kit tests of L7.4 (RoPE scaling), beside `ol verify L7.4` (tests/instructor/test_verify.py),
 its calibration suites (tests/test_calibration.py) and chapter checks
 (tests/test_chapters.py):
 

@@ -14,7 +14,7 @@ import pytest
 from ol.core.overlay import Source, install_overlay, remove_overlay
 from ol.core.runner import child_env
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 
 from ol.core.catalog import COURSE_TESTS_SUPPORT, CatalogError, NotGraded, UnknownModule, dotted_name, load_catalog
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 ENTRY = """
 [[module]]

@@ -19,7 +19,7 @@ from ol.core.overlay import Source, install_overlay, remove_overlay
 from ol.student.stubs import StubError, stub_source
 from helpers.reference import reference_mapping
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CATALOG = load_catalog(ROOT)
 PY_MODULES = [m for m in CATALOG.modules if all(f.endswith(".py") for f in m.files)]
 

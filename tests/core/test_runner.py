@@ -14,7 +14,7 @@ from ol.core.runner import (PYTEST_NO_TESTS, PYTEST_USAGE_ERROR, NotReady, TestO
                             run_course_tests, run_student_tests)
 from ol.student.workspace import fresh_stubs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CATALOG = load_catalog(ROOT)
 PY_MODULES = [m for m in CATALOG.modules if all(f.endswith(".py") for f in m.files)]
 

@@ -1,6 +1,6 @@
 """`ol submit MODULE`: the archive a student hands in, checked as the grader
 takes it.  In a checkout of this repository (the kit, and the archive graded
-to the folder's points by `ol grade`: tests/test_release.py)."""
+to the folder's points by `ol grade`: tests/instructor/test_release.py)."""
 
 from __future__ import annotations
 
