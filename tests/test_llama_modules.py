@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import ast
 import re
-import socket
 import sys
-import threading
 import tomllib
 
 import numpy as np
@@ -29,11 +27,9 @@ import pytest
 
 from helpers.fixture_checks import assert_regenerates_exactly, run_oracle
 from helpers.kit import ROOT
+from helpers.reference import reference_modules, served_through_the_proxy
 from ol.core.runner import run_course_tests
-from ol.grading import proxy
-from ol.grading.serve import serve
 from ol.grading.wire import Encoder, WireError
-from helpers.reference import reference_modules
 
 sys.path.insert(0, str(ROOT / "course" / "tests"))
 from golden import load_fixture  # noqa: E402
@@ -92,16 +88,8 @@ def test_fixtures_are_small_pinned_and_documented(module):
 def remote_attention():
     """The proxy module of attention.py, connected to the reference served from a thread."""
     contract = ROOT / "course/contracts/py/tinyllm/modern/attention.pyi"
-    ours, theirs = socket.socketpair()
-    server = threading.Thread(target=serve, args=(theirs, attention), daemon=True)
-    server.start()
-    module = proxy.build_proxy_module("tinyllm.modern.attention", contract.read_text(), str(contract))
-    proxy.connect(ours)
-    yield module
-    proxy.connect(None)
-    ours.close()
-    server.join(timeout=5)
-    theirs.close()
+    with served_through_the_proxy("tinyllm.modern.attention", contract, attention) as module:
+        yield module
 
 
 def test_a_rope_spec_crosses_the_proxy_by_its_fields(remote_attention):

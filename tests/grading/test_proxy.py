@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 
 from helpers.kit import ROOT
+from helpers.reference import reference_modules, served_through_the_proxy
 from ol.grading import proxy
 from ol.grading.serve import serve
 from ol.grading.wire import Decoder, Encoder, PeerGone, WireError, recv_call, recv_message, send_message
-from helpers.reference import reference_modules
 
 rope, tensor = reference_modules("tinyllm.modern.rope", "tinyllm.autograd.tensor")
 Tensor = tensor.Tensor
@@ -31,16 +31,8 @@ LADDER = (1.0 / 10000 ** (np.arange(0, 8, 2) / 8)).astype(np.float32)
 @pytest.fixture
 def remote():
     """The proxy module of rope.py, connected to the reference served from a thread."""
-    ours, theirs = socket.socketpair()
-    server = threading.Thread(target=serve, args=(theirs, rope), daemon=True)
-    server.start()
-    module = proxy.build_proxy_module("tinyllm.modern.rope", CONTRACT.read_text(), str(CONTRACT))
-    proxy.connect(ours)
-    yield module
-    proxy.connect(None)
-    ours.close()
-    server.join(timeout=5)
-    theirs.close()
+    with served_through_the_proxy("tinyllm.modern.rope", CONTRACT, rope) as module:
+        yield module
 
 
 # ---- data crosses as data ------------------------------------------------------------

@@ -2,7 +2,7 @@
 holds the hooks and fixtures):
 
     kit.py              a temporary checkout, and the real `./ol` run in it as a student would
-    reference.py        the reference solutions imported in this process, through ol's overlay
+    reference.py        the reference solutions imported in this process, through ol's overlay, and served to the grader's proxy
     fixture_checks.py   a golden .npz read as it is on disk, its oracle run, its file regenerated
     chapter_blocks.py   a chapter's code blocks, read by the convention test_chapters.py runs them by
     docker_default.py   a script: a command run as a grader runs in Docker's default security settings
