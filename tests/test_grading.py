@@ -943,8 +943,8 @@ def test_a_bad_time_limit_is_a_usage_error(finished_checkout, limit):
 
 
 def test_a_verdict_cache_of_another_format_or_broken_is_ignored_not_crashed_on(tmp_path):
-    """A cache of format 1 (before kills were kept per test) is ignored: it
-    costs one full check, never a kill carried over by the wrong rule."""
+    """A cache of format 1 (before catches were kept per test) is ignored: it
+    costs one full check, never a catch carried over by the wrong rule."""
     session = GradingSession(ROOT, "L7.3")
     folder = tmp_path / "l7-3-rope"
     folder.mkdir()
@@ -953,10 +953,11 @@ def test_a_verdict_cache_of_another_format_or_broken_is_ignored_not_crashed_on(t
     key = session.mutants.counted[0].id
     test = f"{session.suite_path(folder)}/test_rope.py::test_a"
     VerdictCache(path, session, TestFolder(folder).snapshot()).save({key: test})
-    assert VerdictCache(path, session, TestFolder(folder).snapshot()).carried([key]) == {key: test}, "this format's record is read"
+    assert VerdictCache(path, session, TestFolder(folder).snapshot()).carried([key]) == {key: test}, \
+        "this format's record is read"
     record = json.loads(path.read_text())
     for broken in (json.dumps({**record, "format": 1, "shared": "a digest of the folder's other files"}),
-                   json.dumps({**record, "kills": [test], "course": 3, "pitfall_tests": "?"}),
+                   json.dumps({**record, "caught": [test], "course": 3, "pitfall_tests": "?"}),
                    json.dumps([record]), '{"format": 2, "kills": {', ""):
         path.write_text(broken)
         cache = VerdictCache(path, session, TestFolder(folder).snapshot())
