@@ -134,18 +134,17 @@ def check_test_folder(folder: Snapshot, root: Path, allowed_imports: tuple[str, 
     tests = sum(_count_tests(tree) for name, (_, _, tree) in trees.items()
                 if is_test_file(name))   # pytest collects no other file
     if tests == 0 and not unread:    # a file that does not read is named already: its tests are unknown
-        violations.append(Violation(
-            shown_path("."), 0, "no tests found: write at least one `def test_...` function in a file named test_*.py", FOLDER
-        ))
+        violations.append(Violation(shown_path("."), 0, (
+            "no tests found: write at least one `def test_...` function in a file named test_*.py"), FOLDER))
     return violations
 
 
 def check_student_tests(root: Path, catalog: Catalog, module: Module,
                         folder: Snapshot | Path | None = None) -> list[Violation]:
     """Every violation `ol check` would find in the module's test folder (or
-    `folder`, a path or a snapshot of one), read from the catalog alone: nothing is graded or run.  `ol
-    tests --mine` shows these before it runs the tests.  A module without
-    grading has no rules: [] then."""
+    `folder`, a path or a snapshot of one), read from the catalog alone:
+    nothing is graded or run.  `ol tests --mine` shows these before it runs
+    the tests.  A module without grading has no rules: [] then."""
     grading = module.grading
     if grading is None:
         return []
