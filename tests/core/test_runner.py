@@ -5,6 +5,7 @@ picks each module's source as asked without writing into the repository."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -170,3 +171,15 @@ def test_not_started_missing_tests_and_pytest_usage_errors(mini):
 def test_the_pytest_exit_statuses_ol_names_are_pytests_own():
     assert PYTEST_USAGE_ERROR == pytest.ExitCode.USAGE_ERROR
     assert PYTEST_NO_TESTS == pytest.ExitCode.NO_TESTS_COLLECTED
+
+
+def test_a_failing_property_is_shrunk_but_not_explained(mini):
+    """Hypothesis's explain phase reruns a failing property on variations of
+    its example (3 to 7 s a test on L7.3x's stubs): a runner's run leaves it
+    out and keeps the shrunk example; pytest's --hypothesis-explain brings it back."""
+    run = run_course_tests(mini, "B", ref_deps=True, capture=True)
+    assert "Falsifying example: test_two_is_two(" in run.output, run.output
+    assert "or any other generated value" not in run.output, run.output
+    shutil.rmtree(mini / ".ol/hypothesis")   # a failure replayed from the database is not explained
+    asked = run_course_tests(mini, "B", ref_deps=True, capture=True, pytest_args=["--hypothesis-explain"])
+    assert "or any other generated value" in asked.output, asked.output

@@ -8,6 +8,7 @@
     overlay.py               the import hook that picks each module's source
     pytest_overlay.py        pytest plugin: installs the overlay from $OL_OVERLAY
     pytest_results.py        pytest plugin: writes per-test outcomes to $OL_RESULTS
+    pytest_hypothesis.py     pytest plugin: Hypothesis without its slow explain phase, for ol test's runs
     state.py                 progress per module (.ol/state.json) for `ol list`
     progress.py              a progress bar: one line on a terminal, redrawn in place
     files.py                 writing a file whole or not at all

@@ -26,7 +26,8 @@ repository's own tree wins over any installed copy, cwd=<root>, and no
 writes into the repository: `-p no:cacheprovider` (.pytest_cache),
 `-p no:benchmark` (pytest-benchmark's .benchmarks), and Hypothesis keeps its
 example database in <root>/.ol/hypothesis (gitignored) unless
-HYPOTHESIS_STORAGE_DIRECTORY is already set.  (Python's own __pycache__
+HYPOTHESIS_STORAGE_DIRECTORY is already set, and skips its slow explain
+phase (ol.core.pytest_hypothesis).  (Python's own __pycache__
 folders, gitignored, are the one exception.)
 """
 
@@ -177,7 +178,7 @@ def run_tests(
         results_file = served.folder / "results.json"
         command = (
             sys.executable, "-m", "pytest", *(str(p) for p in test_paths),
-            "-p", "ol.core.pytest_overlay", "-p", "ol.core.pytest_results",
+            "-p", "ol.core.pytest_overlay", "-p", "ol.core.pytest_results", "-p", "ol.core.pytest_hypothesis",
             "-p", "no:cacheprovider", "-p", "no:benchmark",  # neither may write into the repository
             "--rootdir", str(root), *pytest_args,
         )
