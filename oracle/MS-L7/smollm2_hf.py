@@ -51,6 +51,7 @@ import transformers
 # Run as a file, not as a package: put oracle/ on sys.path for the shared plumbing.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import fixture_file  # noqa: E402
+import gguf_once  # noqa: E402
 
 FIXTURE = fixture_file.FixtureFile("fixtures/MS-L7/smollm2_hf.npz", generator="oracle/MS-L7/smollm2_hf.py")
 
@@ -99,9 +100,10 @@ def load():
     transformers.logging.set_verbosity_error()
     torch.set_num_threads(THREADS)
     path = checkpoint()
-    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32,
-                                                 attn_implementation="eager").eval()
+    with gguf_once.one_parse():   # one parse of the metadata, not three
+        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32,
+                                                     attn_implementation="eager").eval()
     return model, tokenizer, path
 
 

@@ -53,6 +53,7 @@ import transformers
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import fixture_file  # noqa: E402
+import gguf_once  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "course" / "reference" / "python"))
 from tinyllm.checkpoints.gemma3_gguf import GEMMA3_FILE, GEMMA3_PARTS, GEMMA3_SHA256, gemma3_270m_path  # noqa: E402
@@ -84,9 +85,10 @@ def load():
     transformers.logging.set_verbosity_error()
     torch.set_num_threads(THREADS)
     path = gemma3_270m_path()
-    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32,
-                                                 attn_implementation="eager").eval()
+    with gguf_once.one_parse():   # one parse of the metadata, not three
+        tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+        model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32,
+                                                     attn_implementation="eager").eval()
     return model, tokenizer, path
 
 
