@@ -40,10 +40,11 @@ Three modes (choose_confinement() picks the best the host allows):
     BY_UID      where namespaces are refused (Docker's default seccomp
                 profile, as on Gradescope) and the grader is root: no
                 sandbox, but each run as an unprivileged user of its own,
-                restricted by Landlock to reading the Python installation,
-                the system's libraries and its own files and writing its own
-                temporary folder; no socket, SysV IPC or message queue
-                (seccomp); every process of that user killed when it ends
+                restricted by Landlock to reading the standard library, the
+                packages its warm process imported, the system's libraries
+                and its own files and writing its own temporary folder; no
+                socket, SysV IPC or message queue (seccomp); every process
+                of that user killed when it ends
     UNCONFINED  a student's laptop (macOS, no bubblewrap): resource limits
                 and the guard's kill of every descendant only.  `ol check`
                 says so; the instructor's side refuses to grade that way
