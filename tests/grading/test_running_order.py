@@ -1,7 +1,7 @@
 """The order every graded run runs a suite's tests in (pytest_driver.running_order):
-a function of the suite's code alone.  The first case of each test function,
-then the other cases; within each part plain tests, then tests that loop,
-then Hypothesis tests, each in the suite's own order."""
+a function of the suite's code alone.  Plain tests, then tests that loop, then
+Hypothesis tests; within each, the first case of each test function, then the
+other cases, each in the suite's own order."""
 
 from __future__ import annotations
 
@@ -59,15 +59,14 @@ def test_an_object_that_is_no_function_is_plain():
     assert cost_class(SimpleNamespace(obj=Strange())) == PLAIN
 
 
-def test_first_cases_before_second_ones_and_cheap_before_costly_within_each():
-    items = [item(generated), item(looping, "1"), item(looping, "2"), item(plain, "1"), item(plain, "2"),
-             item(comprehension), item(plain, "3", path="test_b.py")]
+def test_cheap_before_costly_and_first_cases_before_second_ones_within_each():
+    items = [item(generated, "1"), item(generated, "2"), item(looping, "1"), item(looping, "2"), item(plain, "1"),
+             item(plain, "2"), item(comprehension), item(plain, "3", path="test_b.py")]
     order = [i.nodeid for i in running_order(items)]
     assert order == [
-        "test_a.py::plain[1]", "test_b.py::plain[3]",           # first cases: plain,
-        "test_a.py::looping[1]", "test_a.py::comprehension",    # looping,
-        "test_a.py::generated",                                 # generated
-        "test_a.py::plain[2]", "test_a.py::looping[2]",         # then the other cases
+        "test_a.py::plain[1]", "test_b.py::plain[3]", "test_a.py::plain[2]",        # plain: first cases, then others;
+        "test_a.py::looping[1]", "test_a.py::comprehension", "test_a.py::looping[2]",   # looping;
+        "test_a.py::generated[1]", "test_a.py::generated[2]",                      # generated last
     ]
 
 
