@@ -953,15 +953,17 @@ def test_a_verdict_cache_of_another_format_or_broken_is_ignored_not_crashed_on(t
     path = tmp_path / "verdicts.json"
     key = session.mutants.counted[0].id
     test = f"{session.suite_path(folder)}/test_rope.py::test_a"
-    VerdictCache(path, session, TestFolder(folder).snapshot()).save({key: test})
-    assert VerdictCache(path, session, TestFolder(folder).snapshot()).carried([key]) == {key: test}, \
+    VerdictCache(path, session, TestFolder(folder).snapshot(), time_limit=60.0).save({key: test})
+    assert VerdictCache(path, session, TestFolder(folder).snapshot(), time_limit=60.0).carried([key]) == {key: test}, \
         "this format's record is read"
+    assert VerdictCache(path, session, TestFolder(folder).snapshot(), time_limit=5.0).carried([key]) == {}, \
+        "a catch (or a graded test) at one time limit says nothing of another"
     record = json.loads(path.read_text())
     for broken in (json.dumps({**record, "format": 1, "shared": "a digest of the folder's other files"}),
                    json.dumps({**record, "caught": [test], "course": 3, "pitfall_tests": "?"}),
                    json.dumps([record]), '{"format": 2, "kills": {', ""):
         path.write_text(broken)
-        cache = VerdictCache(path, session, TestFolder(folder).snapshot())
+        cache = VerdictCache(path, session, TestFolder(folder).snapshot(), time_limit=60.0)
         assert cache.carried([key]) == {} and cache.course_passed("any") is None, broken
 
 

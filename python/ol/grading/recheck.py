@@ -1,7 +1,7 @@
 """The local check's memory of what was caught: a second `ol check` after an
 edit re-runs only what the edit can change.
 
-    cache = VerdictCache(root / ".ol" / "verdicts" / "L7.3.json", session, TestFolder(folder).snapshot())
+    cache = VerdictCache(root / ".ol" / "verdicts" / "L7.3.json", session, TestFolder(folder).snapshot(), time_limit=60.0)
     carried = cache.carried(variants)         # {variant key: the test that caught it}
     ...                                        # grade the rest
     cache.save(catches)                         # {variant key: test} of this check, with each test's code digest
@@ -15,7 +15,8 @@ as then: the test itself, the tests it names, its file's module code (imports,
 helpers, fixtures) and the folder's other files (conftest.py, helpers, data),
 compared by their text (ol.grading.suite_code), and while nothing that shapes
 the grade has changed (the session's fingerprint: the reference, the mutants,
-the grader's own code), and while that test is still graded (it passed on
+the grader's own code, and the time limit: a test that passes in 60 s may time
+out in 5), and while that test is still graded (it passed on
 every correct run of this check).  So adding or editing one test of a
 one-file suite re-grades only what that edit can change: the survivors, and
 the catches of tests whose code changed.  The runs of the correct
@@ -48,10 +49,10 @@ FORMAT = 5   # 4: "caught", was "kills"; 5: "pitfalls" and "graded", each test's
 
 
 class VerdictCache:
-    def __init__(self, path: Path, session: GradingSession, suite: Snapshot):
+    def __init__(self, path: Path, session: GradingSession, suite: Snapshot, *, time_limit: float):
         self.path = Path(path)
         self.suite_path = session.suite_path(suite.path)        # how node ids name the folder
-        self.fingerprint = session.fingerprint()
+        self.fingerprint = f"{session.fingerprint()} {float(time_limit)!r}"   # a time limit shapes the grade too
         self.digests = SuiteDigests(suite, self.suite_path)
         self.pitfalls: dict = {}
         self.graded_digests: dict = {}
