@@ -382,8 +382,7 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
                                for key, test in (cache.carried(keys) if cache is not None else {}).items()}
                     pitfalls = [v.key for v in variants if is_pitfall(v.key)]
                     known = cache.pitfall_outcomes(pitfalls) if cache is not None else {}
-                    verdicts = grader.suite(variants, carried=carried, pitfalls_known=known,
-                                            graded_known=cache.graded() if cache is not None else set())
+                    verdicts = grader.suite(variants, carried=carried, pitfalls_known=known)
                     stage("the suite on every variant", runs=grader.runs, correct=grader.correct_runs,
                           again=grader.runs_again, known=grader.runs_known, collect=scheduler.collect_seconds)
                     carried_over = sum(1 for key in carried if verdicts.get(key) is carried[key])
@@ -433,8 +432,7 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
                 stopped = suite()
                 stopped = (course() if course_tests else None) or stopped
             if cache is not None and catches is not None:   # with the course tests' pass, once both are in
-                cache.save(catches, grader.pitfall_outcomes,
-                           [test for test in grader.collected if test not in grader.left_out])
+                cache.save(catches, grader.pitfall_outcomes)
             if stopped is not None:
                 return stopped
             if then is not None:

@@ -22,9 +22,9 @@ could measure, and a run learns the observer's decisions only by its death.
     stops            the observer stops a mutant's run at its first graded
                      failure (a pitfall's and a correct run go to the end:
                      the report's "by" and the graded tests come from them;
-                     a re-check stops them once every test whose outcome
-                     on them the last check saw, code unchanged, is all that
-                     is left).
+                     a re-check stops a pitfall's once every test whose
+                     outcome on it the last check saw, code unchanged, is
+                     all that is left).
                      While the correct runs are still coming, a failure of a
                      test not yet known to fail on them counts; a mutant
                      stopped by a test that then turns out left out runs
@@ -61,7 +61,7 @@ NOT_RUN = "not run"      # a test a correct run never reached
 REFUSED = "refused"      # a file the static check left out: never run (ol.grading.check.refused_files)
 NOT_IMPORTED = "it does not import"   # a student kit's variant whose run never imported it: no catch
 STOP_FAILED, STOP_DONE = "a graded test failed", "no graded test is left"   # why the observer stops a run
-STOP_KNOWN = "every test left is known from the last check"                   # ... in a re-check
+STOP_KNOWN = "every test left is known from the last check"                   # ... a pitfall's, in a re-check
 OUT_OF_PROCESSOR_TIME = (128 + signal.SIGXCPU,)   # the kernel's RLIMIT_CPU signal
 MAX_REPORTED_FAILURES = 50
 CORRECT_RUNS = {"reference": 3, "alternate": 2}   # runs of each correct implementation among the variants
@@ -133,8 +133,7 @@ class Grader:
         self.correct_verdicts: list[Verdict] = []
         self.next_id = 0
         self.runs = self.correct_runs = self.runs_again = 0   # of the suite: all, on correct implementations, again
-        self.runs_known = 0                       # runs stopped at STOP_KNOWN
-        self.graded_known: set[str] = set()       # tests graded at the last check, code unchanged
+        self.runs_known = 0                       # pitfalls' runs stopped at STOP_KNOWN
 
     def _id(self) -> int:
         self.next_id += 1
@@ -175,22 +174,18 @@ class Grader:
 
     def suite(self, variants: list[Variant], *, correct: bool = True,
               carried: dict[str, Verdict] | None = None,
-              pitfalls_known: dict[str, dict[str, bool]] | None = None,
-              graded_known: set[str] = frozenset()) -> dict[str, Verdict]:
+              pitfalls_known: dict[str, dict[str, bool]] | None = None) -> dict[str, Verdict]:
         """The suite on every variant, with the correct implementations among
         them (correct=False: only the variants, graded by the tests left out
         before).  carried: catches kept from the last check, by variant key;
         such a variant is not run while the test that caught it is graded.
         pitfalls_known: {pitfall key: {test: failed}} from the last check, of
         tests whose code is unchanged; a pitfall's run stops once only such
-        tests are left, and their failures join its own.  graded_known: the
-        tests that passed on every correct run of the last check, code
-        unchanged; a correct run stops once only such tests are left.
+        tests are left, and their failures join its own.
         Raises SuiteProblem if the suite cannot be graded: it does not
         collect, or no test passes on every correct run."""
         carried = dict(carried or {})
         pitfalls_known = pitfalls_known or {}
-        self.graded_known = set(graded_known)
         pending = [v for v in variants if v.key not in carried]
         verdicts: dict[str, Verdict] = {}
         for _ in range(len(variants) + 2):   # left-out tests only grow, and each round runs fewer: this ends
@@ -273,9 +268,6 @@ class Grader:
             failed = [str(line["failed"]) for line in notes if "failed" in line]
             if is_correct:
                 failing_on_correct.update(failed)
-                if self.graded_known and _only_known_left(notes, self.graded_known):
-                    stopped_known.add(run.id)
-                    return STOP_KNOWN
                 return None
             if not is_pitfall(variant.key) and any(t not in failing_on_correct for t in failed):
                 return STOP_FAILED
@@ -293,7 +285,7 @@ class Grader:
             if is_correct:
                 listed = next((line["collected"] for line in outcome.notes if "collected" in line), [])
                 known["collected"] = known["collected"] or list(listed)
-                passed = self._passed_on_correct(outcome)
+                passed = {str(line["passed"]) for line in outcome.notes if "passed" in line}
                 known["left out"] |= {t for t in known["collected"] if t not in passed} | set(failing_on_correct)
                 cutoff[0] = _cutoff(known["collected"], known["left out"])
             status = "correct" if is_correct else \
@@ -327,7 +319,7 @@ class Grader:
         for variant, outcome in correct:
             verdict = self.verdict(variant.key, outcome, self.time_limit)
             self.correct_verdicts.append(verdict)
-            passed = self._passed_on_correct(outcome)
+            passed = {str(line["passed"]) for line in outcome.notes if "passed" in line}
             failed = [str(line["failed"]) for line in outcome.notes if "failed" in line]
             overtime = {str(line["overtime"]) for line in outcome.notes if "overtime" in line}
             running = _unfinished(outcome.notes)
@@ -351,14 +343,6 @@ class Grader:
                 "no test of yours passes on every correct implementation, so none can be graded:",
                 *(f"  {t.test} {t.status} on {', '.join(describe(k) for k in t.implementations)}"
                   + (f": {t.detail}" if t.detail else "") for t in self.left_out.values())])
-
-    def _passed_on_correct(self, outcome: RunOutcome) -> set[str]:
-        """The tests a correct run passed: those it says, and, when it was
-        stopped at STOP_KNOWN, the graded_known tests it did not reach."""
-        said = {str(line["passed"]) for line in outcome.notes if "passed" in line}
-        if outcome.stopped != STOP_KNOWN:
-            return said
-        return said | (self.graded_known - _finished(outcome.notes).keys())
 
     # ---- reading outcomes --------------------------------------------------------------
 

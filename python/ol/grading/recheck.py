@@ -19,11 +19,10 @@ the grader's own code, and the time limit: a test that passes in 60 s may time
 out in 5), and while that test is still graded (it passed on
 every correct run of this check).  So adding or editing one test of a
 one-file suite re-grades only what that edit can change: the survivors, and
-the catches of tests whose code changed.  The runs of the correct
-implementations and of the pitfalls go on until every test whose outcome on
-them is not known from the last check (by the same rule: the test's code is
-the same) has run: a test is graded when it passed on every correct run, and
-the report's "by" lists every graded test that fails on a pitfall.  Verdicts are deterministic (fixed
+the catches of tests whose code changed.  The correct implementations always
+run again in full.  A pitfall runs again until every test whose outcome on it
+is not known from the last check (by the same rule: the test's code is the
+same) has run: the report's "by" lists every graded test that fails on it.  Verdicts are deterministic (fixed
 hash seed, derandomized Hypothesis seeded from each test's own source), so a
 warm check gives the cold check's grade for tests that do not depend on one
 another's side effects (neither does a cold check's, whose test order
@@ -45,7 +44,7 @@ from ol.core.test_folder import Snapshot
 from ol.grading.session import GradingSession
 from ol.grading.suite_code import SuiteDigests
 
-FORMAT = 5   # 4: "caught", was "kills"; 5: "pitfalls" and "graded", each test's outcome on them
+FORMAT = 5   # 4: "caught", was "kills"; 5: "pitfalls", each test's outcome on each pitfall
 
 
 class VerdictCache:
@@ -55,7 +54,6 @@ class VerdictCache:
         self.fingerprint = f"{session.fingerprint()} {float(time_limit)!r}"   # a time limit shapes the grade too
         self.digests = SuiteDigests(suite, self.suite_path)
         self.pitfalls: dict = {}
-        self.graded_digests: dict = {}
         self.entries, self.course = self._load()
 
     def _load(self) -> tuple[dict[str, dict], dict]:
@@ -68,8 +66,6 @@ class VerdictCache:
             return {}, {}
         entries, course, pitfalls = data.get("caught", {}), data.get("course", {}), data.get("pitfalls", {})
         self.pitfalls = pitfalls if isinstance(pitfalls, dict) else {}
-        graded = data.get("graded", {})
-        self.graded_digests = graded if isinstance(graded, dict) else {}
         return entries if isinstance(entries, dict) else {}, course if isinstance(course, dict) else {}
 
     def course_passed(self, code: str) -> dict[str, int] | None:
@@ -116,16 +112,10 @@ class VerdictCache:
             known[key] = outcomes
         return known
 
-    def graded(self) -> set[str]:
-        """The tests that passed on every correct run of the last check, their code unchanged since."""
-        return {test for test, digest in self.graded_digests.items()
-                if isinstance(test, str) and digest is not None and digest == self.digests.of(test)}
-
-    def save(self, catches: dict[str, str], pitfalls: dict[str, dict[str, bool]] | None = None,
-             graded: list[str] = ()) -> None:
-        """Remember these catches ({variant key: test}), each test's outcome
-        on each pitfall ({pitfall key: {test: failed}}) and the graded tests,
-        with the code each test can run now; a failure to write only costs time."""
+    def save(self, catches: dict[str, str], pitfalls: dict[str, dict[str, bool]] | None = None) -> None:
+        """Remember these catches ({variant key: test}) and each test's outcome
+        on each pitfall ({pitfall key: {test: failed}}) with the code each test
+        can run now; a failure to write only costs time."""
         entries = {}
         for key, test in catches.items():
             digest = self.digests.of(test)
@@ -135,8 +125,7 @@ class VerdictCache:
                           if self.digests.of(test) is not None}
                     for key, seen in (pitfalls or {}).items()}
         data = {"format": FORMAT, "fingerprint": self.fingerprint, "folder": self.suite_path,
-                "caught": entries, "course": self.course, "pitfalls": outcomes,
-                "graded": {test: self.digests.of(test) for test in graded if self.digests.of(test) is not None}}
+                "caught": entries, "course": self.course, "pitfalls": outcomes}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_whole(self.path, json.dumps(data, indent=1, sort_keys=True))
