@@ -29,7 +29,6 @@ from ol.core.test_folder import TestFolder, is_test_file
 from ol.grading.check import (JSON_FIELDS, CheckRequest, CheckResult, MutantLine, PitfallOutcome, Survivor,
                               check_module)
 from ol.grading.grader import PASSED, TIMEOUT, Grader, SuiteProblem
-from ol.grading.events import StageEnded
 from ol.grading.html_report import to_html
 from ol.grading.mutants import _generate, build_mutant_set, load_pitfalls
 from ol.grading.protocol import RunRequest
@@ -1000,7 +999,7 @@ def test_a_warm_recheck_grades_as_a_cold_check_over_a_sequence_of_edits(tmp_path
 
 def generated(result) -> dict[str, str]:
     """The generated mutants a check caught, and by which test: what a re-check may keep
-    (the pitfalls run again, for the report's "by", until only tests known from the last check are left)."""
+    (the pitfalls run again in full every time, for the report's "by")."""
     return {key: test for key, test in result.killed_by.items() if not key.startswith("pitfall:")}
 
 
@@ -1017,8 +1016,8 @@ def test_a_warm_recheck_of_a_one_file_suite_keeps_the_kills_of_unchanged_tests(t
     minimal = (ROOT / "tests/calibration/l7-3-suite-c/test_rope_c.py").read_text()
     cache = tmp_path / "verdicts.json"
 
-    def grade_both(stages=None):
-        return warm_check_equal_to_cold(session, folder, cache, stages)
+    def grade_both():
+        return warm_check_equal_to_cold(session, folder, cache)
 
     suite.write_text(minimal)
     first = grade_both()
@@ -1029,12 +1028,8 @@ def test_a_warm_recheck_of_a_one_file_suite_keeps_the_kills_of_unchanged_tests(t
         "def test_hand_example", "def test_hand_example_again")
     added_tests = "\n\ndef test_added():\n    assert rope_cos_sin(0, [1.0])[0][0] == 1\n\n\n" + copy + "\n"
     suite.write_text(minimal + added_tests)
-    stages = []
-    added = grade_both(stages)
+    added = grade_both()
     assert added.carried_over == len(generated(first)), (added.carried_over, len(generated(first)))
-    suite_stage = next(stage for stage in stages if stage.runs is not None)
-    assert suite_stage.known == len(added.pitfalls), \
-        "each pitfall's run ends once only tests whose outcome on it is known are left (the added ones ran)"
     again = [p.id for p in added.pitfalls if any(t.endswith("::test_hand_example_again") for t in p.tests)]
     assert again and again == [p.id for p in added.pitfalls if any(t.endswith("::test_hand_example") for t in p.tests)]
     # one test edited: the kills it made are graded again, the others' kept
@@ -1115,14 +1110,10 @@ def test_a_run_killed_at_its_processor_time_limit_is_a_timeout_not_a_crash():
     assert Grader.verdict("mutant-1", impl_at_limit, limit).status == TIMEOUT
 
 
-def warm_check_equal_to_cold(session, folder: Path, cache: Path, stages: list | None = None):
+def warm_check_equal_to_cold(session, folder: Path, cache: Path):
     """Check `folder` warm (with the verdict cache) and cold; assert they give
-    the same grade, kills, pitfalls and "by"; return the warm result (and its
-    StageEnded events in `stages`)."""
-    on_event = (lambda event: stages.append(event) if isinstance(event, StageEnded) else None) \
-        if stages is not None else None
-    warm = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, verdicts=cache), session=session,
-                        on_event=on_event)
+    the same grade, kills, pitfalls and "by"; return the warm result."""
+    warm = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, verdicts=cache), session=session)
     cold = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, fresh=True), session=session)
     assert warm.reason is None and cold.reason is None, (warm.problems, cold.problems)
     assert ({m.id for m in warm.mutants if m.killed} == {m.id for m in cold.mutants if m.killed})

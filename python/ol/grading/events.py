@@ -43,7 +43,6 @@ class StageEnded:
     runs: int | None = None          # the suite's stage: runs in all,
     correct: int | None = None       # of them of a correct implementation,
     again: int | None = None         # of them run again (stopped at a test then left out),
-    known: int | None = None         # of them pitfalls stopped once every test left was known from the last check,
     collect: float | None = None     # and the seconds spent collecting (the shared check: once)
 
 

@@ -21,10 +21,7 @@ could measure, and a run learns the observer's decisions only by its death.
                      decide it
     stops            the observer stops a mutant's run at its first graded
                      failure (a pitfall's and a correct run go to the end:
-                     the report's "by" and the graded tests come from them;
-                     a re-check stops a pitfall's once every test whose
-                     outcome on it the last check saw, code unchanged, is
-                     all that is left).
+                     the report's "by" and the graded tests come from them).
                      While the correct runs are still coming, a failure of a
                      test not yet known to fail on them counts; a mutant
                      stopped by a test that then turns out left out runs
@@ -61,7 +58,6 @@ NOT_RUN = "not run"      # a test a correct run never reached
 REFUSED = "refused"      # a file the static check left out: never run (ol.grading.check.refused_files)
 NOT_IMPORTED = "it does not import"   # a student kit's variant whose run never imported it: no catch
 STOP_FAILED, STOP_DONE = "a graded test failed", "no graded test is left"   # why the observer stops a run
-STOP_KNOWN = "every test left is known from the last check"                   # ... a pitfall's, in a re-check
 OUT_OF_PROCESSOR_TIME = (128 + signal.SIGXCPU,)   # the kernel's RLIMIT_CPU signal
 MAX_REPORTED_FAILURES = 50
 CORRECT_RUNS = {"reference": 3, "alternate": 2}   # runs of each correct implementation among the variants
@@ -129,11 +125,9 @@ class Grader:
         self.filed: list[str] = []                # the same, in the suite's file order (for reports)
         self.left_out: dict[str, LeftOut] = {}    # test -> why it is not graded
         self.by: dict[str, tuple[str, ...]] = {}  # a pitfall's key -> the graded tests that failed on it
-        self.pitfall_outcomes: dict[str, dict[str, bool]] = {}   # a pitfall's key -> {test: failed}, as seen
         self.correct_verdicts: list[Verdict] = []
         self.next_id = 0
         self.runs = self.correct_runs = self.runs_again = 0   # of the suite: all, on correct implementations, again
-        self.runs_known = 0                       # pitfalls' runs stopped at STOP_KNOWN
 
     def _id(self) -> int:
         self.next_id += 1
@@ -173,19 +167,14 @@ class Grader:
     # ---- the student's suite -------------------------------------------------------------
 
     def suite(self, variants: list[Variant], *, correct: bool = True,
-              carried: dict[str, Verdict] | None = None,
-              pitfalls_known: dict[str, dict[str, bool]] | None = None) -> dict[str, Verdict]:
+              carried: dict[str, Verdict] | None = None) -> dict[str, Verdict]:
         """The suite on every variant, with the correct implementations among
         them (correct=False: only the variants, graded by the tests left out
         before).  carried: catches kept from the last check, by variant key;
         such a variant is not run while the test that caught it is graded.
-        pitfalls_known: {pitfall key: {test: failed}} from the last check, of
-        tests whose code is unchanged; a pitfall's run stops once only such
-        tests are left, and their failures join its own.
         Raises SuiteProblem if the suite cannot be graded: it does not
         collect, or no test passes on every correct run."""
         carried = dict(carried or {})
-        pitfalls_known = pitfalls_known or {}
         pending = [v for v in variants if v.key not in carried]
         verdicts: dict[str, Verdict] = {}
         for _ in range(len(variants) + 2):   # left-out tests only grow, and each round runs fewer: this ends
@@ -199,10 +188,7 @@ class Grader:
             self.runs_again += len(pending) if self.runs else 0
             self.runs += len(jobs)
             self.correct_runs += sum(is_correct for _, is_correct in jobs)
-            outcomes = self._run_stream(jobs, pitfalls_known)
-            for (v, _), o in zip(jobs, outcomes):
-                if is_pitfall(v.key):
-                    self.pitfall_outcomes[v.key] = {**pitfalls_known.get(v.key, {}), **_finished(o.notes)}
+            outcomes = self._run_stream(jobs)
             if correct:
                 self._grade_tests([(v, o) for (v, is_correct), o in zip(jobs, outcomes) if is_correct])
             verdicts.update({v.key: self._judged(v, o) for (v, is_correct), o in zip(jobs, outcomes) if not is_correct})
@@ -216,27 +202,11 @@ class Grader:
             carried.clear()
             if not pending:
                 break
-        for key, known in pitfalls_known.items():
-            if key in verdicts:
-                verdicts[key] = self._with_known_failures(verdicts[key], known)
         place = {test: index for index, test in enumerate(self.filed or self.collected)}
         for key, verdict in verdicts.items():
             if is_pitfall(key) and verdict.caught:
                 self.by[key] = tuple(sorted(verdict.failed, key=lambda test: place.get(test, len(place))))
         return verdicts
-
-    def _with_known_failures(self, verdict: Verdict, known: dict[str, bool]) -> Verdict:
-        """A pitfall's verdict of a run stopped at STOP_KNOWN, with the graded
-        tests the last check saw fail on it (code unchanged) among its own
-        failures, in running order, as a run to the end would have noted them."""
-        if verdict.status not in (PASSED, FAILED):
-            return verdict
-        order = {test: index for index, test in enumerate(self.collected)}
-        failed = {*verdict.failed, *(t for t, f in known.items() if f and t in order and t not in self.left_out)}
-        if not failed:
-            return verdict
-        ranked = tuple(sorted(failed, key=lambda test: order.get(test, len(order))))[:MAX_REPORTED_FAILURES]
-        return Verdict(verdict.key, FAILED, ranked, verdict.seconds, verdict.detail if verdict.status == FAILED else "")
 
     def _judged(self, variant: Variant, outcome: RunOutcome) -> Verdict:
         """The verdict on a variant; in a student kit (session.variants_must_import), a variant of the
@@ -248,16 +218,11 @@ class Grader:
             return Verdict(variant.key, PASSED, (), outcome.seconds, NOT_IMPORTED)
         return verdict
 
-    def _run_stream(self, jobs: list[tuple[Variant, bool]],
-                    pitfalls_known: dict[str, dict[str, bool]] | None = None) -> list[RunOutcome]:
+    def _run_stream(self, jobs: list[tuple[Variant, bool]]) -> list[RunOutcome]:
         """One run per job.  A mutant's run is stopped at its first failure of
         a test not known to fail on a correct run (STOP_FAILED); any run
         other than a correct one once it starts a test from which on every
-        test is left out (STOP_DONE: what follows cannot count); a pitfall's
-        once every test it has not run is in pitfalls_known[its key]
-        (STOP_KNOWN)."""
-        pitfalls_known = pitfalls_known or {}
-        stopped_known: set[int] = set()
+        test is left out (STOP_DONE: what follows cannot count)."""
         runs = {self._id(): job for job in jobs}
         failing_on_correct: set[str] = set(self.left_out)
         known = {"collected": list(self.collected), "left out": set(self.left_out)}   # from the correct runs so far
@@ -271,9 +236,6 @@ class Grader:
                 return None
             if not is_pitfall(variant.key) and any(t not in failing_on_correct for t in failed):
                 return STOP_FAILED
-            if variant.key in pitfalls_known and _only_known_left(notes, pitfalls_known[variant.key]):
-                stopped_known.add(run.id)
-                return STOP_KNOWN
             running = _unfinished(notes)
             if running is not None and running in known["collected"][cutoff[0]:]:
                 return STOP_DONE
@@ -296,7 +258,6 @@ class Grader:
         wall = WALL_FACTOR * self.time_limit   # only a run that waits rather than computes meets it
         outcomes = self.scheduler.run([Run(i, request, v.request(), self.time_limit, wall) for i, (v, _) in runs.items()],
                                       on_done=done, on_notes=on_notes)
-        self.runs_known += len(stopped_known)
         return [outcomes[i] for i in runs]
 
     def _grade_tests(self, correct: list[tuple[Variant, RunOutcome]]) -> None:
@@ -438,25 +399,6 @@ def _cutoff(collected: list[str], left_out: set[str]) -> int:
     while cutoff > 0 and collected[cutoff - 1] in left_out:
         cutoff -= 1
     return cutoff
-
-
-def _finished(notes: list[dict]) -> dict[str, bool]:
-    """{test: whether it failed} for each test a run finished, but one it
-    stopped at its share of processor time (a time, not an outcome of its code)."""
-    overtime = {str(line["overtime"]) for line in notes if "overtime" in line}
-    finished = {str(line["passed"]): False for line in notes if "passed" in line}
-    finished.update({str(line["failed"]): True for line in notes if "failed" in line})
-    return {test: failed for test, failed in finished.items() if test not in overtime}
-
-
-def _only_known_left(notes: list[dict], known: dict[str, bool]) -> bool:
-    """Whether every test of the run's collection that it has not finished
-    is one whose outcome is known."""
-    collected = next((line["collected"] for line in notes if "collected" in line), None)
-    if not isinstance(collected, list):
-        return False
-    finished = _finished(notes)
-    return all(test in finished or test in known for test in collected)
 
 
 def _unfinished(notes: list[dict]) -> str | None:

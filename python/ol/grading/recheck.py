@@ -19,10 +19,8 @@ the grader's own code, and the time limit: a test that passes in 60 s may time
 out in 5), and while that test is still graded (it passed on
 every correct run of this check).  So adding or editing one test of a
 one-file suite re-grades only what that edit can change: the survivors, and
-the catches of tests whose code changed.  The correct implementations always
-run again in full.  A pitfall runs again until every test whose outcome on it
-is not known from the last check (by the same rule: the test's code is the
-same) has run: the report's "by" lists every graded test that fails on it.  Verdicts are deterministic (fixed
+the catches of tests whose code changed.  The correct implementations and the
+pitfalls always run again, each in full.  Verdicts are deterministic (fixed
 hash seed, derandomized Hypothesis seeded from each test's own source), so a
 warm check gives the cold check's grade for tests that do not depend on one
 another's side effects (neither does a cold check's, whose test order
@@ -44,7 +42,7 @@ from ol.core.test_folder import Snapshot
 from ol.grading.session import GradingSession
 from ol.grading.suite_code import SuiteDigests
 
-FORMAT = 5   # 4: "caught", was "kills"; 5: "pitfalls", each test's outcome on each pitfall
+FORMAT = 4   # 3: pitfalls are never carried over (every check runs each in full); 4: "caught", was "kills"
 
 
 class VerdictCache:
@@ -53,7 +51,6 @@ class VerdictCache:
         self.suite_path = session.suite_path(suite.path)        # how node ids name the folder
         self.fingerprint = f"{session.fingerprint()} {float(time_limit)!r}"   # a time limit shapes the grade too
         self.digests = SuiteDigests(suite, self.suite_path)
-        self.pitfalls: dict = {}
         self.entries, self.course = self._load()
 
     def _load(self) -> tuple[dict[str, dict], dict]:
@@ -64,8 +61,7 @@ class VerdictCache:
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("fingerprint") != self.fingerprint \
                 or data.get("folder") != self.suite_path:
             return {}, {}
-        entries, course, pitfalls = data.get("caught", {}), data.get("course", {}), data.get("pitfalls", {})
-        self.pitfalls = pitfalls if isinstance(pitfalls, dict) else {}
+        entries, course = data.get("caught", {}), data.get("course", {})
         return entries if isinstance(entries, dict) else {}, course if isinstance(course, dict) else {}
 
     def course_passed(self, code: str) -> dict[str, int] | None:
@@ -96,36 +92,16 @@ class VerdictCache:
                 carried[key] = entry["test"]
         return carried
 
-    def pitfall_outcomes(self, keys: list[str]) -> dict[str, dict[str, bool]]:
-        """{pitfall key: {test: whether it failed on that pitfall}} for every
-        test whose code is the same as when its outcome was seen."""
-        known = {}
-        for key in keys:
-            entry = self.pitfalls.get(key)
-            if not isinstance(entry, dict):
-                continue
-            outcomes = {}
-            for test, seen in entry.items():
-                if isinstance(test, str) and isinstance(seen, list) and len(seen) == 2 and isinstance(seen[1], bool) \
-                        and seen[0] is not None and seen[0] == self.digests.of(test):
-                    outcomes[test] = seen[1]
-            known[key] = outcomes
-        return known
-
-    def save(self, catches: dict[str, str], pitfalls: dict[str, dict[str, bool]] | None = None) -> None:
-        """Remember these catches ({variant key: test}) and each test's outcome
-        on each pitfall ({pitfall key: {test: failed}}) with the code each test
+    def save(self, catches: dict[str, str]) -> None:
+        """Remember these catches ({variant key: test}) with the code each test
         can run now; a failure to write only costs time."""
         entries = {}
         for key, test in catches.items():
             digest = self.digests.of(test)
             if digest is not None:
                 entries[key] = {"test": test, "code": digest}
-        outcomes = {key: {test: [self.digests.of(test), failed] for test, failed in seen.items()
-                          if self.digests.of(test) is not None}
-                    for key, seen in (pitfalls or {}).items()}
         data = {"format": FORMAT, "fingerprint": self.fingerprint, "folder": self.suite_path,
-                "caught": entries, "course": self.course, "pitfalls": outcomes}
+                "caught": entries, "course": self.course}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_whole(self.path, json.dumps(data, indent=1, sort_keys=True))
