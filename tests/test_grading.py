@@ -956,11 +956,11 @@ def test_a_verdict_cache_of_another_format_or_broken_is_ignored_not_crashed_on(t
     assert VerdictCache(path, session, TestFolder(folder).snapshot(), time_limit=60.0).carried([key]) == {key: test}, \
         "this format's record is read"
     assert VerdictCache(path, session, TestFolder(folder).snapshot(), time_limit=5.0).carried([key]) == {}, \
-        "a catch (or a graded test) at one time limit says nothing of another"
+        "a catch at one time limit says nothing of another"
     record = json.loads(path.read_text())
     for broken in (json.dumps({**record, "format": 1, "shared": "a digest of the folder's other files"}),
                    json.dumps({**record, "caught": [test], "course": 3, "pitfall_tests": "?"}),
-                   json.dumps([record]), '{"format": 2, "kills": {', ""):
+                   json.dumps([record]), '{"format": 2, "kills": {', "", "[" * 100_000):
         path.write_text(broken)
         cache = VerdictCache(path, session, TestFolder(folder).snapshot(), time_limit=60.0)
         assert cache.carried([key]) == {} and cache.course_passed("any") is None, broken
@@ -1120,6 +1120,7 @@ def warm_check_equal_to_cold(session, folder: Path, cache: Path):
     assert [p.killed for p in warm.pitfalls] == [p.killed for p in cold.pitfalls]
     assert (warm.killed, warm.score, warm.passed) == (cold.killed, cold.score, cold.passed)
     assert [p.tests for p in warm.pitfalls] == [p.tests for p in cold.pitfalls], "the report's \"by\""
+    assert (warm.tests, warm.graded_tests) == (cold.tests, cold.graded_tests), "the graded tests"
     return warm
 
 

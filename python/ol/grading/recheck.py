@@ -15,8 +15,8 @@ as then: the test itself, the tests it names, its file's module code (imports,
 helpers, fixtures) and the folder's other files (conftest.py, helpers, data),
 compared by their text (ol.grading.suite_code), and while nothing that shapes
 the grade has changed (the session's fingerprint: the reference, the mutants,
-the grader's own code, and the time limit: a test that passes in 60 s may time
-out in 5), and while that test is still graded (it passed on
+the grader's own code, and the time limit: a test that times out on a mutant
+in 5 s may not in 60), and while that test is still graded (it passed on
 every correct run of this check).  So adding or editing one test of a
 one-file suite re-grades only what that edit can change: the survivors, and
 the catches of tests whose code changed.  The correct implementations and the
@@ -56,7 +56,7 @@ class VerdictCache:
     def _load(self) -> tuple[dict[str, dict], dict]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):   # RecursionError: a file nested too deep
             return {}, {}
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("fingerprint") != self.fingerprint \
                 or data.get("folder") != self.suite_path:
