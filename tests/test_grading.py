@@ -957,6 +957,8 @@ def test_a_verdict_cache_of_another_format_or_broken_is_ignored_not_crashed_on(t
         "this format's record is read"
     assert VerdictCache(path, session, TestFolder(folder).snapshot(), time_limit=5.0).carried([key]) == {}, \
         "a catch at one time limit says nothing of another"
+    assert VerdictCache(path, session, TestFolder(folder).snapshot(), time_limit=60.0, memory_limit=256).carried([key]) \
+        == {}, "nor at one memory limit of another"
     record = json.loads(path.read_text())
     for broken in (json.dumps({**record, "format": 1, "shared": "a digest of the folder's other files"}),
                    json.dumps({**record, "caught": [test], "course": 3, "pitfall_tests": "?"}),

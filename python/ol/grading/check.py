@@ -331,7 +331,8 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
     snapshot = TestFolder(tests).snapshot()   # read once: the static check judges the bytes that run
     violations = check_student_tests(root, session.catalog, module, snapshot)   # what ol tests --mine shows too
     refused, fatal = refused_files(violations, snapshot, root)
-    cache = VerdictCache(verdict_cache, session, snapshot, time_limit=time_limit) if verdict_cache is not None else None
+    cache = VerdictCache(verdict_cache, session, snapshot, time_limit=time_limit, memory_limit=request.memory_limit) \
+        if verdict_cache is not None else None
     code = code_digest(student.source, overrides, ref_deps) if course_tests else ""
     kept_course = cache.course_passed(code) if cache is not None and course_tests else None
     stage("fixtures, the static check, the verdict cache")

@@ -15,8 +15,9 @@ as then: the test itself, the tests it names, its file's module code (imports,
 helpers, fixtures) and the folder's other files (conftest.py, helpers, data),
 compared by their text (ol.grading.suite_code), and while nothing that shapes
 the grade has changed (the session's fingerprint: the reference, the mutants,
-the grader's own code, and the time limit: a test that times out on a mutant
-in 5 s may not in 60), and while that test is still graded (it passed on
+the grader's own code, and the limits: a test that times out on a mutant in
+5 s may not in 60, nor run out of memory in 4 GiB as in 256 MiB), and while
+that test is still graded (it passed on
 every correct run of this check).  So adding or editing one test of a
 one-file suite re-grades only what that edit can change: the survivors, and
 the catches of tests whose code changed.  The correct implementations and the
@@ -46,10 +47,12 @@ FORMAT = 4   # 3: pitfalls are never carried over (every check runs each in full
 
 
 class VerdictCache:
-    def __init__(self, path: Path, session: GradingSession, suite: Snapshot, *, time_limit: float):
+    def __init__(self, path: Path, session: GradingSession, suite: Snapshot, *, time_limit: float,
+                 memory_limit: int | None = None):
         self.path = Path(path)
         self.suite_path = session.suite_path(suite.path)        # how node ids name the folder
-        self.fingerprint = f"{session.fingerprint()} {float(time_limit)!r}"   # a time limit shapes the grade too
+        # the limits shape a grade too: a crash out of memory or a timeout is a catch
+        self.fingerprint = f"{session.fingerprint()} {float(time_limit)!r} {memory_limit!r}"
         self.digests = SuiteDigests(suite, self.suite_path)
         self.entries, self.course = self._load()
 
