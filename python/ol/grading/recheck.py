@@ -17,15 +17,14 @@ compared by their text (ol.grading.suite_code), and while nothing that shapes
 the grade has changed (the session's fingerprint: the reference, the mutants,
 the grader's own code, and the limits: a test that times out on a mutant in
 5 s may not in 60, nor run out of memory in 4 GiB as in 256 MiB), and while
-that test is still graded (it passed on
-every correct run of this check).  So adding or editing one test of a
-one-file suite re-grades only what that edit can change: the survivors, and
-the catches of tests whose code changed.  The correct implementations and the
-pitfalls always run again, each in full.  Verdicts are deterministic (fixed
-hash seed, derandomized Hypothesis seeded from each test's own source), so a
-warm check gives the cold check's grade for tests that do not depend on one
-another's side effects (neither does a cold check's, whose test order
-changes as it learns); a kit test compares them over a sequence of edits.
+that test is still graded (it passed on every correct run of this check).
+So adding or editing one test of a one-file suite re-grades only what that
+edit can change: the survivors, and the catches of tests whose code changed.
+The correct implementations and the pitfalls always run again, each in full.
+Verdicts are deterministic (fixed hash seed, derandomized Hypothesis seeded
+from each test's own source, one running order fixed by the suite's code),
+so a warm check gives the cold check's grade for tests that do not depend on
+one another's side effects; a kit test compares them over a sequence of edits.
 
 Only `ol check` on the student's own machine uses it: never the isolated
 check, never `ol grade` or the autograder, whose grade must not depend on
