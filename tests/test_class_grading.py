@@ -175,7 +175,7 @@ def test_a_plain_tar_reads_as_its_gzipped_twin_and_is_named_by_its_stem(tmp_path
     write_tar(tmp_path / "ann.tar", files)
     write_tar(tmp_path / "ben.tar.gz", files)
     (tmp_path / "cy.tar").write_bytes(b"not a tarball" * 100)
-    read = {s.source: s for s in read_submissions(tmp_path, MODULE)}
+    read = {s.entry: s for s in read_submissions(tmp_path, MODULE)}
     assert read["ann.tar"].files == read["ben.tar.gz"].files == files, read
     assert read["ann.tar"].student == "ann"
     assert read["cy.tar"].refused.startswith("cy.tar is not a readable .tar"), read["cy.tar"]
@@ -218,7 +218,7 @@ BAD = {   # entry: what its refusal says
 
 
 def test_every_bad_archive_is_refused_for_its_student_alone(bad_class):
-    submissions = {s.source: s for s in read_submissions(bad_class, MODULE)}
+    submissions = {s.entry: s for s in read_submissions(bad_class, MODULE)}
     assert set(submissions) == {"good", *BAD}
     assert submissions["good"].refused is None and ROPE in submissions["good"].files
     for entry, says in BAD.items():
@@ -274,7 +274,7 @@ def test_files_at_any_depth_are_taken_and_the_reason_says_from_where(tmp_path):
     write_folder(folder / "split", {"work/src/rope.py": REFERENCE_ROPE.read_bytes(),
                                     **suite_files(MODEL_ANSWER, "work/tests")})
     write_zip(folder / "twice.zip", {"a/rope.py": b"x = 1\n", "b/c/rope.py": b"x = 2\n"})
-    taken = {s.source: s for s in read_submissions(folder, MODULE)}
+    taken = {s.entry: s for s in read_submissions(folder, MODULE)}
     nested = taken["nested.tar.gz"]
     assert nested.refused is None and nested.files == files, sorted(nested.files)
     assert nested.ignored == ["Downloads/todo.txt"], "no file the student named correctly is listed as ignored"

@@ -53,3 +53,27 @@ def test_no_two_classes_share_a_name():
                       if isinstance(node, ast.ClassDef))
     assert not [name for name, count in classes.items() if count > 1], \
         "one name, one class (GLOSSARY.md's outcome): " + str(sorted(n for n, c in classes.items() if c > 1))
+
+
+# Where submissions are read and graded, "source" would say a module's text (GLOSSARY.md's source);
+# a submission's is its entry.  The record's JSON key and grades.csv's column, a contract, are strings.
+SUBMISSION_CODE = [PACKAGE / "core" / "submissions.py", *sorted((PACKAGE / "instructor" / "class_grading").glob("*.py"))]
+
+
+def fields_named_source(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, class) of every class field named source."""
+    return [(statement.lineno, node.name) for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+            for statement in node.body
+            if isinstance(statement, ast.AnnAssign) and getattr(statement.target, "id", None) == "source"]
+
+
+def test_a_submission_has_an_entry_never_a_source():
+    found = [f"{path.relative_to(ROOT)}:{line}: {name}.source" for path in SUBMISSION_CODE
+             for line, name in fields_named_source(ast.parse(path.read_text(encoding="utf-8")))]
+    assert len(SUBMISSION_CODE) > 5 and not found, \
+        "a submission's entry is its entry; source is a module's text (GLOSSARY.md):\n" + "\n".join(found)
+
+
+def test_the_rule_finds_a_field_named_source():
+    planted = ast.parse("class Submission:\n    student: str\n    source: str\n\nclass Kept:\n    entry: str\n")
+    assert fields_named_source(planted) == [(3, "Submission")]

@@ -76,7 +76,7 @@ def assert_the_record_round_trips(result: CheckResult) -> None:
     assert {f.name for f in dataclasses.fields(CheckResult)} == set(JSON_FIELDS)
     assert CheckResult.from_json(data) == result
     # seconds, module and confinement are one key each in the record: ol grade's own say for both
-    record = GradeRecord(student="ann", source="ann.zip", module=result.module, names={"a.py": "mine.py"},
+    record = GradeRecord(student="ann", entry="ann.zip", module=result.module, names={"a.py": "mine.py"},
                          result=result, seconds=result.seconds, confinement=result.confinement)
     assert GradeRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
 

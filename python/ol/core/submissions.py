@@ -4,7 +4,7 @@ names, from folders, zips or tarballs, one per student.
     submissions = read_submissions(Path("submissions"), module)
     s = submissions[0]
     s.student     a name unique in the class and safe as a file name
-    s.source      the entry it came from, as it is named in SUBMISSIONS
+    s.entry       the entry it came from, as it is named in SUBMISSIONS
     s.files       checkout path -> bytes (python/tinyllm/modern/rope.py, ...)
     s.names       checkout path -> the file's name in the submission (the student's words)
     s.ignored     names in the submission that were not taken
@@ -66,7 +66,7 @@ PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,99}")
 @dataclass
 class Submission:
     student: str
-    source: str
+    entry: str                      # the entry of SUBMISSIONS it came from, as named there
     files: dict[str, bytes] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
     ignored: list[str] = field(default_factory=list)
@@ -103,11 +103,11 @@ def read_submission(entry: Path, module: Module, student: str) -> Submission:
         submission.files, submission.names, submission.ignored = taken.files, taken.names, taken.ignored
         submission.taken_from = taken.taken_from
     except Refused as why:
-        submission.refused = f"{submission.source} {why}"
+        submission.refused = f"{submission.entry} {why}"
     except OSError as error:     # its own message may hold the instructor's paths: never shown
-        submission.refused = f"{submission.source} could not be read ({error.strerror or type(error).__name__})"
+        submission.refused = f"{submission.entry} could not be read ({error.strerror or type(error).__name__})"
     except Exception as error:  # noqa: BLE001 (one unreadable entry must never stop the class)
-        submission.refused = f"{submission.source} could not be read ({type(error).__name__})"
+        submission.refused = f"{submission.entry} could not be read ({type(error).__name__})"
     return submission
 
 

@@ -36,7 +36,7 @@ CSV_FIELDS = ("student", "source", "id", "submitted", "late", "status", "passed"
 def row(outcome: Outcome, *, student_id: str = "", submitted: str = "", late: str = "") -> dict[str, str]:
     """One student's line of grades.csv (points and score rounded down, ol.instructor.class_grading.points)."""
     return {
-        "student": outcome.student, "source": outcome.source, "id": student_id, "submitted": submitted,
+        "student": outcome.student, "source": outcome.entry, "id": student_id, "submitted": submitted,
         "late": late, "status": outcome.status, "passed": "yes" if outcome.status == PASSED else "no",
         "points": shown(outcome.points.total), "points before penalty": shown(outcome.points.before_penalty),
         "late penalty": shown(outcome.points.penalty) if outcome.points.late_share else "",
@@ -130,7 +130,7 @@ def summary(module_id: str, outcomes: list[Outcome], table: dict[str, float], *,
         lines.append("- none")
 
     lines += ["", f"## {NOT_GRADED.capitalize()}: why", ""]
-    lines += [f"- {o.student} ({o.source}): {o.reason}" for o in sorted(outcomes, key=lambda o: o.student)
+    lines += [f"- {o.student} ({o.entry}): {o.reason}" for o in sorted(outcomes, key=lambda o: o.student)
               if o.status == NOT_GRADED] or ["- none"]
     faults = [o for o in outcomes if o.error]
     if faults:

@@ -172,7 +172,7 @@ def _only(names: list[str] | None, submissions) -> set[str] | None:
     """The student names --only asks for (each NAME a student or an entry)."""
     if names is None:
         return None
-    by_name = {s.student: s.student for s in submissions} | {s.source: s.student for s in submissions}
+    by_name = {s.student: s.student for s in submissions} | {s.entry: s.student for s in submissions}
     unknown = [name for name in names if name not in by_name]
     if unknown:
         known = ", ".join(sorted(s.student for s in submissions)[:40])
@@ -307,7 +307,7 @@ def _write_results(args, ctx, module, submissions, records: dict[str, GradeRecor
     source, source_path = graded_source(ctx.root, module)
     rows, outcomes, export = [], [], []
     entries = {s.student: s for s in submissions}
-    records = {**records, **{student: GradeRecord(student=student, source=entries[student].source, module=module.id,
+    records = {**records, **{student: GradeRecord(student=student, entry=entries[student].entry, module=module.id,
                                                   not_graded={"reason": NOT_GRADED_YET, "details": []})
                              for student in pending}}
     policy = LatePolicy(*(args.late_penalty or (Fraction(0), DAY)), cap=args.late_cap, grace=args.grace)
@@ -315,11 +315,11 @@ def _write_results(args, ctx, module, submissions, records: dict[str, GradeRecor
         try:
             outcome = read_outcome(record, table, pitfalls)
         except Exception as error:   # a record one run shaped: its student's row, never the class's
-            record = GradeRecord(student=student, source=record.source, module=module.id, submitted=record.submitted,
+            record = GradeRecord(student=student, entry=record.entry, module=module.id, submitted=record.submitted,
                                  error=f"the grader could not read this submission's result: "
                                        f"{type(error).__name__}: {error}")
             outcome = read_outcome(record, table, pitfalls)
-        entry = manifest.get(entries[student].source) or manifest.get(student)
+        entry = manifest.get(entries[student].entry) or manifest.get(student)
         submitted = entry.submitted if entry and entry.submitted is not None else outcome.submitted
         due = entry.deadline if entry and entry.deadline is not None else (
             args.deadline.timestamp() if args.deadline else None)
@@ -356,12 +356,12 @@ def _write_results(args, ctx, module, submissions, records: dict[str, GradeRecor
                                             pairs=pairs, late_policy=policy.said() if policy.rate else "",
                                             incomplete=incomplete))
     if manifest:
-        named = {e.source for e in submissions} | set(entries)
+        named = {e.entry for e in submissions} | set(entries)
         unknown = sorted(name for name in manifest if name not in named)
         if unknown:
             print(f"ol grade: --manifest lists entries that are not in {args.submissions}: {', '.join(unknown)}",
                   file=ctx.err)
-        unlisted = sorted(s.source for s in submissions if s.source not in manifest and s.student not in manifest)
+        unlisted = sorted(s.entry for s in submissions if s.entry not in manifest and s.student not in manifest)
         if unlisted:
             print(f"ol grade: not in --manifest (no id; left out of any export): {', '.join(unlisted)}", file=ctx.err)
     if args.export and pending:

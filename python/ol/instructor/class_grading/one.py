@@ -48,7 +48,7 @@ class GradeRecord:
     result None and writes only "passed": false, "score": null of its own."""
 
     student: str                    # the name the class's files use
-    source: str = ""                # the entry of SUBMISSIONS it came from
+    entry: str = ""                 # the entry of SUBMISSIONS it came from (the JSON says "source")
     module: str = ""
     digest: str = ""                # of the grading key and the files: an unchanged record is kept
     names: dict[str, str] = field(default_factory=dict)      # checkout path -> the file's name in the submission
@@ -64,7 +64,7 @@ class GradeRecord:
     not_graded: dict | None = None  # {"reason", "details"} when the check was not run (ol.core.screening)
 
     def to_json(self) -> dict:
-        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+        own = {IN_JSON.get(f.name, f.name): getattr(self, f.name) for f in dataclasses.fields(self)
                if f.name not in ("result", "not_graded")}
         checked = self.result.to_json() if self.result is not None else {"passed": False, "score": None}
         return {**checked, **own, **({"not_graded": self.not_graded} if self.not_graded is not None else {})}
@@ -72,7 +72,8 @@ class GradeRecord:
     @classmethod
     def from_json(cls, record: dict) -> GradeRecord:
         """The record read back; a record holds the check's result when the check ran to its end."""
-        own = {f.name: record[f.name] for f in dataclasses.fields(cls) if f.name != "result" and f.name in record}
+        named = {f.name: IN_JSON.get(f.name, f.name) for f in dataclasses.fields(cls) if f.name != "result"}
+        own = {name: record[key] for name, key in named.items() if key in record}
         own["names"], own["ignored"] = dict(own.get("names") or {}), list(own.get("ignored") or [])
         own["unparsable"] = list(own.get("unparsable") or [])
         own.setdefault("student", "")
@@ -83,7 +84,11 @@ class GradeRecord:
         return dataclasses.replace(self, **{name: getattr(base, name) for name in SUBMISSION_FIELDS})
 
 
-SUBMISSION_FIELDS = ("student", "source", "module", "digest", "names", "ignored", "submitted", "unparsable",
+# A field whose JSON name is not its own: the record says "source", as grades.csv's column
+# does (outside checks read both by it); the code says entry (GLOSSARY.md).
+IN_JSON = {"entry": "source"}
+
+SUBMISSION_FIELDS = ("student", "entry", "module", "digest", "names", "ignored", "submitted", "unparsable",
                      "no_tests", "confinement", "taken_from")
 
 
@@ -95,7 +100,7 @@ def base_record(module: Module, submission: Submission, *, grading_key: str,
     kept."""
     screening = screen(module, submission)
     what = submission.digest() if not submission.refused else f"refused {submission.refused}"
-    base = GradeRecord(student=submission.student, source=submission.source, module=module.id,
+    base = GradeRecord(student=submission.student, entry=submission.entry, module=module.id,
                        digest=hashlib.sha256(f"{grading_key} {what}".encode()).hexdigest(),
                        names=submission.names, ignored=submission.ignored, submitted=submission.submitted,
                        unparsable=screening.unparsable, no_tests=screening.no_tests, confinement=confinement,

@@ -56,7 +56,7 @@ class SurvivorLine:
 @dataclass(frozen=True)
 class Outcome:
     student: str
-    source: str
+    entry: str                               # the entry of SUBMISSIONS it came from
     module: str
     status: str
     reason: str
@@ -128,7 +128,7 @@ def read_outcome(record: GradeRecord, table: dict[str, float], catalog_pitfalls:
     if record.taken_from:      # files found deeper than the layout expects: say from where
         reason = "; ".join(part for part in (reason, record.taken_from) if part)
     return Outcome(
-        student=record.student, source=record.source or record.student,
+        student=record.student, entry=record.entry or record.student,
         module=record.module or (result.module if result is not None else ""), status=status,
         reason=in_student_words(reason, names),
         details=tuple(in_student_words(line, names) for line in details),
