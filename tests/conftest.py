@@ -56,6 +56,15 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.durations = 60
 
 
+@pytest.hookimpl(tryfirst=True)   # before pytest-xdist's own, which would choose "load"
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    # `python -m pytest -n 2` (README) hands each worker whole files: a file's module fixtures
+    # (a graded class, the gallery's session, a released kit) are made once, in one worker,
+    # and the largest file (about 6 minutes) is far below half the run.  --dist says otherwise.
+    if getattr(config.option, "numprocesses", None) and config.option.dist == "no":
+        config.option.dist = "loadfile"
+
+
 @pytest.hookimpl(tryfirst=True)  # before the fixtures that grade
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker(NEEDS_CONFINEMENT) is None:

@@ -4,7 +4,7 @@
 # (pyseccomp, in the dev extra, loads Docker's default profile over it for the
 # tests of the namespace-less mode) and chromium (the browser test of ol check
 # --html drives it with playwright; no browser is ever downloaded), the package
-# with its dev, oracle, cluster and browser extras (pip builds the C kernel),
+# with its dev, tests, oracle, cluster and browser extras (pip builds the C kernel),
 # physicsnemo for the L7.3x oracle, SmolLM2-135M's checkpoint for MS-L7, and
 # Gemma 3 270M's for MS-L7G.
 set -euo pipefail
@@ -21,7 +21,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
 
-python -m pip install -e '.[dev,oracle,cluster,browser]'
+python -m pip install -e '.[dev,tests,oracle,cluster,browser]'
 # physicsnemo (oracle/L7.3x/axial_physicsnemo.py) without its dependencies: it
 # requires torchvision, which would replace torch 2.13.0 (the torchvision built
 # for 2.13 on PyPI is a CUDA build); then what importing its RoPE really needs.

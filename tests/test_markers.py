@@ -243,6 +243,26 @@ def test_the_markers_are_registered_and_ci_runs_every_tier():
         tail = words[words.index("pytest") + 1:]
         assert not {"-m", "-k", "--deselect"} & set(tail), f".ci/run must run every test: {' '.join(words)}"
     assert 'python -m pytest -m "not slow"' in (ROOT / "README.md").read_text(), "the README names the fast tier"
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if "pytest" in line and "#" not in line]
+    assert [line for line in (ROOT / "README.md").read_text().splitlines() if line in ci], \
+        f".ci/run runs the README's test command: {ci}"
+
+
+def test_two_workers_take_whole_files_unless_told_otherwise():
+    """`-n 2` hands out files (a file's module fixtures are made once); a --dist given stays."""
+    from types import SimpleNamespace
+
+    import conftest
+
+    def dist_after(**option):
+        config = SimpleNamespace(option=SimpleNamespace(**option))
+        conftest.pytest_cmdline_main(config)
+        return config.option.dist
+
+    assert dist_after(numprocesses=2, dist="no") == "loadfile"
+    assert dist_after(numprocesses=2, dist="load") == "load"
+    assert dist_after(numprocesses=None, dist="no") == "no"
+    assert dist_after(dist="no") == "no"          # pytest-xdist not installed: no such option
 
 
 def test_a_misspelt_marker_is_an_error_in_the_kit_tests(tmp_path):
