@@ -81,7 +81,7 @@ import fixture_file  # noqa: E402
 
 FIXTURE = fixture_file.FixtureFile("fixtures/L7.3x/axial_physicsnemo.npz",
                                    generator="oracle/L7.3x/axial_physicsnemo.py")
-PHYSICSNEMO = "2.2.2"  # .ci/run installs this version; tests/test_production_rope.py checks they agree
+PHYSICSNEMO = "2.2.2"  # .ci/run installs this version; tests/course/test_production_rope.py checks they agree
 INSTALL = (
     f"python -m pip install --no-deps nvidia-physicsnemo=={PHYSICSNEMO} && "
     "python -m pip install warp-lang==1.19.0 s3fs==2026.9.0 jaxtyping==0.3.11 requests"

@@ -1,7 +1,7 @@
 """A chapter's code blocks, read by the convention every chapter follows.
 
 The info string of a fenced block says what it is, and so how
-tests/test_chapters.py executes it:
+tests/course/test_chapters.py executes it:
 
     python           runs as it is in `ol shell MODULE --ref-deps` (a fresh namespace of its own),
                      on the reference; MODULE is the module whose chapter it is (for a

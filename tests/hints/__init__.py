@@ -1,7 +1,7 @@
-"""What each graded chapter says about tests, as data that tests/test_hints.py runs.
+"""What each graded chapter says about tests, as data that tests/course/test_hints.py runs.
 
 Every graded module of the catalog has a file here named after its id
-(L7.3: l7_3.py; tests/test_hints.py fails for a graded module without one),
+(L7.3: l7_3.py; tests/course/test_hints.py fails for a graded module without one),
 which defines
 
     HINTS      the chapter's claims about inputs and the mistakes they show: each Hint

@@ -1,5 +1,5 @@
 // A small C test driver for tl_rope_f32, meant to run under AddressSanitizer
-// and UndefinedBehaviorSanitizer (tests/test_native.py builds and runs it):
+// and UndefinedBehaviorSanitizer (tests/course/test_native.py builds and runs it):
 //
 //   cc -std=c99 -g -fsanitize=address,undefined -fno-omit-frame-pointer -ffp-contract=off
 //      -I course/contracts/c course/reference/python/tinyllm/native/tl_rope.c

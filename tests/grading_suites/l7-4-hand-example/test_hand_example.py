@@ -1,5 +1,5 @@
 """A weak L7.4 suite: two lines of the chapter's worked example and nothing
-else.  It catches some mutants and misses many (tests/test_rope_scaling.py
+else.  It catches some mutants and misses many (tests/course/test_rope_scaling.py
 grafts variants under it)."""
 
 import numpy as np

@@ -20,7 +20,7 @@ to each full one, query_pre_attn_scalar = the key length); every
 *norm.weight is stored as 1 + w (llama.cpp's runtime multiplies by it) and
 is given back as w; the q and k rows are in Hugging Face's half layout
 already (llama.cpp permutes them for the llama architecture only), so no row
-is moved.  tests/test_gemma3.py checks every tensor against transformers'
+is moved.  tests/course/test_gemma3.py checks every tensor against transformers'
 loaded weights.
 
 Not a module you write: `ol milestone MS-L7G` serves it from the course's

@@ -28,7 +28,7 @@ import pytest
 
 from ol.core.catalog import load_catalog
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CATALOG = load_catalog(ROOT)
 CHAPTER_OF = {module.id: module.chapter for module in CATALOG.modules}
 SCANNED = ("course/starters/*.py", "course/chapters/*.md", "course/contracts/**/*.pyi",

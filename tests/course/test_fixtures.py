@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "fixtures" / "L7.3" / "rope_hf.npz"
 ORACLE = REPO / "oracle" / "L7.3" / "rope_hf.py"
 REGENERATE = "python oracle/L7.3/rope_hf.py"

@@ -22,7 +22,7 @@ tests/hints/ (a module without them fails here), and each is checked:
   the reference and every alternate on the course tests' golden cases.
 
 The pitfall table's "caught by" column is held to pitfalls.toml by
-tests/test_chapters.py, and `ol verify` runs pitfalls.toml's caught_by.
+tests/course/test_chapters.py, and `ol verify` runs pitfalls.toml's caught_by.
 
 The reference, its mutants and the oracles run in a subprocess with
 PYTHONPATH set to the reference tree, so this file never imports (or is
@@ -45,7 +45,7 @@ from hints import hints_file
 from ol.core.catalog import load_catalog
 from ol.grading.mutants import build_mutant_set
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 REFERENCE_TREE = REPO / "course" / "reference" / "python"
 CATALOG = load_catalog(REPO)
 GRADED = [m for m in CATALOG.modules if m.grading is not None]

@@ -33,7 +33,7 @@ from helpers.fixture_checks import assert_regenerates_exactly, run_oracle
 from ol.core.overlay import install_overlay, remove_overlay
 from helpers.reference import reference_mapping
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "course" / "reference" / "python"
 ORACLES = {  # fixture -> its oracle script
     REPO / "fixtures" / "L7.3x" / "axial_physicsnemo.npz": REPO / "oracle" / "L7.3x" / "axial_physicsnemo.py",

@@ -35,7 +35,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "course" / "reference" / "python"
 KERNEL = REFERENCE / "tinyllm" / "native" / "tl_rope.c"
 BINDING = REFERENCE / "tinyllm" / "native" / "__init__.py"
