@@ -252,15 +252,17 @@ def test_the_markers_are_registered_and_ci_runs_every_tier():
         f".ci/run runs the README's test command: {ci}"
 
 
-def test_two_workers_take_whole_files_unless_told_otherwise():
+def test_two_workers_take_whole_files_unless_told_otherwise(pytestconfig):
     """`-n 2` hands out files (a file's module fixtures are made once); a --dist given stays."""
     from types import SimpleNamespace
 
-    import conftest
+    # tests/conftest.py as pytest loaded it (`import conftest` may find another folder's)
+    kit = next(plugin for plugin in pytestconfig.pluginmanager.get_plugins()
+               if getattr(plugin, "__file__", None) == str(TESTS / "conftest.py"))
 
     def dist_after(**option):
         config = SimpleNamespace(option=SimpleNamespace(**option))
-        conftest.pytest_cmdline_main(config)
+        kit.pytest_cmdline_main(config)
         return config.option.dist
 
     assert dist_after(numprocesses=2, dist="no") == "loadfile"

@@ -181,8 +181,17 @@ def assert_nothing_left(cheat: str) -> None:
         assert not (ROOT / canary).exists(), f"{cheat} wrote into the repository"
     for marker in ESCAPEE_MARKERS:
         assert not processes_with(marker), f"a process of {cheat} outlived the check"
-    groups = list(Path("/sys/fs/cgroup").glob(f"*/**/ol-run-{os.getpid()}-*"))
+    groups = memory_groups_of(os.getpid())
     assert not groups, f"memory groups of {cheat}'s check were left: {groups}"
+
+
+def memory_groups_of(owner: int) -> list[Path]:
+    """The memory groups (ol.grading.memory) a check of process `owner` made,
+    anywhere under /sys/fs/cgroup.  os.walk passes over a group that another
+    check, in another pytest worker, removes while it looks."""
+    prefix = f"ol-run-{owner}-"
+    return [Path(top) / name for top, folders, _ in os.walk("/sys/fs/cgroup") for name in folders
+            if name.startswith(prefix)]
 
 
 # ---- no state between runs, nothing of the grader's -----------------------------------------
