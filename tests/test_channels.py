@@ -223,7 +223,7 @@ def test_a_run_that_outlives_its_guard_is_ended_by_its_user(tmp_path):
     run's user is left once it has exited."""
     import time
 
-    from test_trust import run_users, uid_of
+    from test_trust import descendants, run_users, uid_of
 
     driver = GRADE_IN_PROCESS.format(python=str(ROOT / "python"), tests=str(ROOT / "tests"), module="L7.3",
                                      root=str(ROOT), suite=str(LEFTOVERS), every=120)
@@ -234,8 +234,10 @@ def test_a_run_that_outlives_its_guard_is_ended_by_its_user(tmp_path):
         deadline = time.monotonic() + 600
         while not killed and time.monotonic() < deadline and check.poll() is None:
             users = {}
+            ours = set(descendants(check.pid))   # never a guard of another check on this machine (a pytest worker's)
             for pid in run_users(settle=0, left_only=False):
-                users.setdefault(uid_of(pid), []).append(pid)
+                if pid in ours:
+                    users.setdefault(uid_of(pid), []).append(pid)
             for pids in users.values():
                 if len(pids) < 2:
                     continue                   # the run alone: its grandchild is not out yet
