@@ -4,7 +4,7 @@ unknown one is an error here), and what `needs_confinement` does.
 A test marked `needs_confinement` grades inside bubblewrap: the student's
 shared check (which exists only confined), a guarantee that only the sandbox
 gives (a cheat, a venv seen by the runs), or `ol grade`, which refuses to run
-unconfined.  Before such a test runs, ol.grading.confine.bubblewrap() says
+unconfined.  Before such a test runs, ol.grading.sandbox.confine.bubblewrap() says
 whether confinement works here, and if it does not:
 
 - a Python installed under /tmp: the test is skipped, every such test with
@@ -25,7 +25,7 @@ import signal
 
 import pytest
 
-from ol.grading import confine
+from ol.grading.sandbox import confine
 
 NEEDS_CONFINEMENT = "needs_confinement"
 # The words of confine.bubblewrap()'s reason for a Python under /tmp

@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", metavar="SUBSTRING", help="grade only the suites whose key contains it")
     parser.add_argument("--jobs", type=int, default=(os.cpu_count() or 1) + 1, help="ol check's --jobs")
     args = parser.parse_args(argv)
-    from ol.grading import confine
+    from ol.grading.sandbox import confine
 
     confine.pin_blas_threads()   # as ./ol check does, for every ol it starts
     # /var/tmp, not /tmp: confined runs mount their own /tmp over the host's

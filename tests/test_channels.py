@@ -46,8 +46,8 @@ import pytest
 
 from helpers.kit import ROOT, explain, sampled_home
 from ol.core.test_folder import TestFolder
-from ol.grading import confine
 from ol.grading.check import CheckRequest, check_module
+from ol.grading.sandbox import confine
 from ol.grading.session import GradingSession
 
 CHANNELS = ROOT / "tests" / "grading_suites" / "channels"

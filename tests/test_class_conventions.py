@@ -274,7 +274,7 @@ def test_ol_gradescope_puts_visibility_and_time_limit_in_the_bundle(tmp_path, mo
     import json
     import zipfile
 
-    from ol.grading import confine
+    from ol.grading.sandbox import confine
     from ol.instructor.class_grading import gradescope, one
 
     r = run_ol(ROOT, "gradescope", "L7.3", "--out", str(tmp_path / "a.zip"), "--visibility", "after_due_date",

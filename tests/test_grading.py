@@ -508,7 +508,7 @@ def test_a_check_interrupted_while_it_sends_a_setup_ends_at_once(monkeypatch, tm
     past the 2 s that ol grade gives a check it stops, and ol grade took
     seconds more to stop (7.1 s seen).  A process that never said it is ready
     is now killed at once."""
-    from ol.grading import sandbox as sandbox_module
+    from ol.grading.sandbox import warm_link as sandbox_module
 
     whole = sandbox_module.send_message
 
@@ -1141,7 +1141,8 @@ def test_check_module_decides_sharing_and_the_verdict_cache(monkeypatch, confine
                                                             reads_verdicts):
     """The rule lives in check.py: only a confined, shared, not fresh check
     keeps .ol/verdicts, so an isolated grade never reads them."""
-    from ol.grading import check, confine
+    from ol.grading import check
+    from ol.grading.sandbox import confine
     from ol.grading.events import Unconfined
 
     seen, events = {}, []
@@ -1157,7 +1158,8 @@ def test_check_module_decides_sharing_and_the_verdict_cache(monkeypatch, confine
 @pytest.mark.parametrize("request_fields", [{"require_confinement": True}, {"confinement": "confined"}])
 def test_check_module_refuses_to_grade_unconfined_when_asked_to_confine(monkeypatch, request_fields):
     from ol.core.errors import OlError
-    from ol.grading import check, confine
+    from ol.grading import check
+    from ol.grading.sandbox import confine
 
     monkeypatch.setattr(confine, "choose_confinement", lambda wanted="auto": ("unconfined", "bwrap cannot run here"))
     monkeypatch.setattr(check, "_check", lambda *args, **kwargs: pytest.fail("graded unconfined"))

@@ -38,6 +38,12 @@ def test_each_wing_maps_its_own_folder(wing):
     assert differences(PACKAGE / wing) == []
 
 
+def test_the_graders_sandbox_maps_its_own_folder():
+    """grading/sandbox/: the processes and their confinement (the grader's
+    README lists the same files with their folder)."""
+    assert differences(PACKAGE / "grading" / "sandbox") == []
+
+
 def test_every_wing_is_held_here():
     """A wing added to ol/ without its map test would go unchecked: the grader's
     map has a test of its own (test_grading_architecture.py)."""

@@ -57,11 +57,12 @@ from hypothesis import strategies as st
 from helpers.kit import (ROOT, copy_checkout, explain, kill_group, processes_with, run_ol, sampled_home,
                  sigint_as_at_a_terminal, snapshot, SANDBOX_PACKAGES, virtual_environment)
 from ol.core.test_folder import TestFolder
-from ol.grading import clone, confine, protocol, scheduler
+from ol.grading import protocol, scheduler
 from ol.grading.check import CheckRequest, check_module
 from ol.grading.events import Judged
 from ol.grading.grader import Grader
 from ol.grading.protocol import RunRequest
+from ol.grading.sandbox import clone, confine
 from ol.grading.scheduler import Run
 from ol.grading.session import GradingFault, GradingSession
 from ol.grading.variants import Variant
@@ -186,7 +187,7 @@ def assert_nothing_left(cheat: str) -> None:
 
 
 def memory_groups_of(owner: int) -> list[Path]:
-    """The memory groups (ol.grading.memory) a check of process `owner` made,
+    """The memory groups (ol.grading.sandbox.memory) a check of process `owner` made,
     anywhere under /sys/fs/cgroup.  os.walk passes over a group that another
     check, in another pytest worker, removes while it looks."""
     prefix = f"ol-run-{owner}-"
@@ -461,7 +462,7 @@ def test_a_run_forked_beside_is_its_forkers_sibling_and_holds_its_own_id(call):
     the caller's parent (the reporter, which reaps it), and its thread block
     holds its own id.  Where clone3 is refused (Docker's default profile
     answers ENOSYS) it forks by clone, whose arguments differ by machine."""
-    from ol.grading.reporter import Beside
+    from ol.grading.sandbox.reporter import Beside
 
     read, write = os.pipe()
     forker = os.fork()
@@ -688,8 +689,8 @@ def test_a_side_that_ended_between_runs_is_a_fault_of_the_grader_not_a_broken_pi
     check_module turns into GradingFault; a bare BrokenPipeError escaped."""
     from types import SimpleNamespace
 
-    from ol.grading.collector_link import CollectorLink
-    from ol.grading.sandbox import Sandbox, SandboxFault
+    from ol.grading.sandbox.collector_link import CollectorLink
+    from ol.grading.sandbox.warm_link import Sandbox, SandboxFault
 
     ours, gone = socket.socketpair()
     gone.close()
@@ -1079,8 +1080,8 @@ import json, signal, sys
 from pathlib import Path
 sys.path[:0] = [{tests!r}]
 import test_trust as kit
-from ol.grading import confine
 from ol.grading.check import CheckRequest, check_module
+from ol.grading.sandbox import confine
 
 
 class OneRangeForAll:   # the old code: every check's runs among the same few users, RUN_UID_BASE + slot
@@ -1307,7 +1308,7 @@ def block_in_use(uid: int) -> bool:
 def test_docker_default_refuses_namespaces_and_leaves_setuid():
     """The simulation itself: bubblewrap cannot start, a user switch works,
     and the grader chooses to confine by uid."""
-    probe = ("import os, subprocess, sys; from ol.grading import confine; "
+    probe = ("import os, subprocess, sys; from ol.grading.sandbox import confine; "
              "b = subprocess.run(['bwrap', '--ro-bind', '/', '/', '--unshare-pid', 'true'], capture_output=True); "
              "print(b.returncode, confine.choose_confinement()[0])")
     r = subprocess.run([*DOCKER_DEFAULT, sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)

@@ -1,4 +1,4 @@
-"""Kit tests of ol.grading.access_times: what a run confined by uid may read
+"""Kit tests of ol.grading.sandbox.access_times: what a run confined by uid may read
 of the installation, and what each warm process primes before its first run."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sysconfig
 
-from ol.grading.access_times import PACKAGE_FOLDERS, _walk, readable_system
+from ol.grading.sandbox.access_times import PACKAGE_FOLDERS, _walk, readable_system
 
 
 def package_folders() -> set[str]:

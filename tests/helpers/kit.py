@@ -117,7 +117,7 @@ def kill_group(process: subprocess.Popen) -> None:
     process.wait()
 
 
-# What a graded run imports (ol.grading.warm, the proxy, pytest_driver), with
+# What a graded run imports (ol.grading.sandbox.warm, the proxy, pytest_driver), with
 # everything they require: the packages a venv must hold itself for its runs.
 SANDBOX_PACKAGES = ("numpy", "pytest", "hypothesis")
 

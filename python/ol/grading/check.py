@@ -44,15 +44,15 @@ from pathlib import Path
 
 from ol.core.errors import OlError
 from ol.core.test_folder import Snapshot, TestFolder
-from ol.grading import clone, confine
-from ol.grading.collector_link import SuiteBroke
 from ol.grading.events import OnEvent, StageEnded, Unconfined
 from ol.grading.features import feature_floors
 from ol.grading.floors import function_floors
 from ol.grading.grader import FAILED, NOT_IMPORTED, NOT_RUN, REFUSED, CourseRun, Grader, SuiteProblem, Verdict
 from ol.grading.recheck import VerdictCache, code_digest
 from ol.grading.rejected import rejected_tests
-from ol.grading.sandbox import SandboxFault
+from ol.grading.sandbox import clone, confine
+from ol.grading.sandbox.collector_link import SuiteBroke
+from ol.grading.sandbox.warm_link import SandboxFault
 from ol.grading.session import GradingFault, GradingSession
 from ol.grading.static_check import FILE, Violation, check_student_tests
 from ol.grading.variants import is_pitfall, pitfall_key
@@ -123,8 +123,8 @@ class CheckResult:
     output: str = ""      # pytest's report of the suite on a correct implementation it rejects
     excluded: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
-    confinement: str = ""  # "confined", "confined-by-uid" or "unconfined" (ol.grading.confine)
-    memory_bound: str = ""  # the memory bound per run in force (ol.grading.memory)
+    confinement: str = ""  # "confined", "confined-by-uid" or "unconfined" (ol.grading.sandbox.confine)
+    memory_bound: str = ""  # the memory bound per run in force (ol.grading.sandbox.memory)
     time_limit: float = 0.0   # the processor seconds each run was given (CheckRequest.time_limit);
                               # a timeout's detail says it in words, this says it as a number
     course_tests: dict[str, int] = field(default_factory=dict)   # {"passed": n, "total": n}

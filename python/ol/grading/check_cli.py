@@ -62,7 +62,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx) -> int:
-    from ol.grading import confine
+    from ol.grading.sandbox import confine
 
     confine.pin_blas_threads()   # before numpy loads
     from ol.core.state import CHECKED

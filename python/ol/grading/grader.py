@@ -44,10 +44,10 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ol.grading.confine import describe_exit
 from ol.grading.events import Judged, OnEvent, Planned
 from ol.grading.protocol import RunRequest, merged_notes, per_test_seconds
 from ol.grading.pytest_driver import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASSED
+from ol.grading.sandbox.confine import describe_exit
 from ol.grading.scheduler import WALL_FACTOR, RunOutcome, Run, Scheduler
 from ol.grading.session import GradingFault, GradingSession
 from ol.grading.variants import Variant, describe, is_pitfall

@@ -53,7 +53,7 @@ from ol.grading.check import CheckRequest, CheckResult, check_module
 from ol.grading.events import OnEvent
 from ol.grading.mutants import MutantSet, Pitfall, generate_mutants
 from ol.grading.protocol import RunRequest
-from ol.grading.sandbox import SandboxFault
+from ol.grading.sandbox.warm_link import SandboxFault
 from ol.grading.scheduler import Run
 from ol.grading.session import GradingFault, GradingSession, _text
 from ol.grading.variants import Variant

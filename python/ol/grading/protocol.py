@@ -20,7 +20,7 @@ Four kinds of message:
     ends            what a run's guard (trusted) says on its end socket: one
                     end_line (exit status, processor time, stopped or not),
                     after any fault_line; read by parse_end
-    frames          between the observer and the collector (ol.grading.collector),
+    frames          between the observer and the collector (ol.grading.sandbox.collector),
                     little-endian, fixed layouts (FRAME_* below).  Frames from the
                     collector are UNTRUSTED (it is the suite's own process):
                     FrameReader takes any bytes and yields frames or says it is

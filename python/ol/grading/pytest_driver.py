@@ -11,7 +11,7 @@ their private API, in one file to read again on each upgrade of either:
     hypothesis settings.__init__                           max_examples capped (hypothesis_profile)
     hypothesis ...providers._get_local_constants           the constants scan done once (warm_hypothesis)
 
-The tests' warm process (ol.grading.roles) calls the warm-up functions once;
+The tests' warm process (ol.grading.sandbox.roles) calls the warm-up functions once;
 each run calls collect and run_items, or run_pytest for pytest's own report.
 What a run says goes through a `notes` object of the caller's (anything with
 send(**message)); of the grader it imports only the table of exit statuses
@@ -42,7 +42,7 @@ WARM_MODULES = ("numpy.random", "numpy.testing", "numpy.linalg", "hypothesis.str
 
 
 class NoteTaker(Protocol):
-    """Where a run writes its notes (ol.grading.roles.Notes): information, never a verdict."""
+    """Where a run writes its notes (ol.grading.sandbox.roles.Notes): information, never a verdict."""
 
     def send(self, **message) -> None: ...
 

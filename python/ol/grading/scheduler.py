@@ -1,5 +1,5 @@
 """The observer's scheduler: runs tests against implementations, each pair
-in its own confined processes (ol.grading.sandbox), `workers` at a time, and
+in its own confined processes (ol.grading.sandbox.warm_link), `workers` at a time, and
 records how each run ended.
 
 For one run the observer makes a socket pair, hands one end to a fresh
@@ -23,7 +23,7 @@ that sleeps or blocks uses no processor).
 
 What runs write is read by ol.grading.protocol alone: notes and
 collector frames, bounded, never raising.  In the shared check the tests' runs
-are forked by the collected suite, reached through ol.grading.collector_link.
+are forked by the collected suite, reached through ol.grading.sandbox.collector_link.
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ol.core.removal import remove_tree
-from ol.grading import confine
-from ol.grading.collector_link import CollectorLink
-from ol.grading.memory import MemoryBound
 from ol.grading.protocol import NotesStream, RunEnd, RunRequest
-from ol.grading.sandbox import OL_PACKAGE, READY_TIMEOUT, Sandbox, SandboxFault, Setup, make_scratch, runtime_copy
+from ol.grading.sandbox import confine
+from ol.grading.sandbox.collector_link import CollectorLink
+from ol.grading.sandbox.memory import MemoryBound
+from ol.grading.sandbox.warm_link import OL_PACKAGE, READY_TIMEOUT, Sandbox, SandboxFault, Setup, make_scratch, runtime_copy
 
 KILL_GRACE = 20.0        # seconds a killed run may take to be reported
 WALL_FACTOR = 3.0        # a run is stopped by the clock at this many times its processor time limit
@@ -153,7 +153,7 @@ class Scheduler:
         return self.memory.join_fd(index, renamed=renamed) if self.memory is not None else -1
 
     def memory_bound(self) -> str:
-        """Which memory bound is in force (ol.grading.memory)."""
+        """Which memory bound is in force (ol.grading.sandbox.memory)."""
         return self.memory.describe() if self.memory is not None else ""
 
     def __enter__(self) -> Scheduler:

@@ -25,9 +25,9 @@ from ol.core.catalog import CONTRACT_TREE, COURSE_TESTS_SUPPORT, REFERENCE_TREE,
 from ol.core.errors import OlError
 from ol.core.overlay import Source
 from ol.core.test_folder import Snapshot, SuiteUnreadable, TestFolder
-from ol.grading import confine
 from ol.grading.mutants import MutantSet, build_mutant_set
-from ol.grading.sandbox import Setup
+from ol.grading.sandbox import confine
+from ol.grading.sandbox.warm_link import Setup
 from ol.grading.scheduler import Scheduler
 from ol.grading.variants import Variant, alternate_key, pitfall_key
 

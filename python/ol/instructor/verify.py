@@ -252,7 +252,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx) -> int:
-    from ol.grading import confine
+    from ol.grading.sandbox import confine
 
     confine.pin_blas_threads()   # before numpy loads
     modules = [ctx.module(args.module)] if args.module else list(ctx.catalog.modules)

@@ -123,7 +123,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx) -> int:
     from ol.core.command import Terminated
     from ol.core.submissions import read_submissions
-    from ol.grading import confine
+    from ol.grading.sandbox import confine
     from ol.grading.check import require_confinement
     from ol.instructor.class_grading.gradebook import read_manifest
 
@@ -233,7 +233,7 @@ def _grade(args, ctx, module, submissions, only, out: Path, confinement: str,
 
 
 def _run_groups(args, ctx, module, groups: dict, *, jobs: int, workers: int, confinement: str, finish) -> None:
-    from ol.grading import confine
+    from ol.grading.sandbox import confine
     from ol.grading.mutants import cache_path
     from ol.grading.session import GradingSession
 

@@ -304,7 +304,7 @@ def grade_submission(checkout: Path, config: dict, submission: Path) -> dict:
     from ol.core.catalog import load_catalog
     from ol.core.screening import Screening
     from ol.core.submissions import read_submission
-    from ol.grading import confine
+    from ol.grading.sandbox import confine
     from ol.grading.check import refusing_unconfined
     from ol.instructor.class_grading.checkout import catalog_pitfalls
     from ol.instructor.class_grading.one import base_record, grade_one, not_graded_record
@@ -332,7 +332,7 @@ def grade_submission(checkout: Path, config: dict, submission: Path) -> dict:
                         visibility=config.get("visibility", "visible"))
 
 
-CONFINEMENT_SAID = {   # how each run of the student's code was confined (ol.grading.confine)
+CONFINEMENT_SAID = {   # how each run of the student's code was confined (ol.grading.sandbox.confine)
     "confined": "confined (confined: its own namespaces, in bubblewrap)",
     "confined-by-uid": "confined (confined-by-uid: namespaces are refused here, so each run as a user of its own, "
                        "under Landlock and seccomp)",

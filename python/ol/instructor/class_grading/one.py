@@ -31,7 +31,7 @@ from ol.core.catalog import Module
 from ol.core.screening import Screening, screen
 from ol.core.submissions import Submission
 from ol.grading.check import DEFAULT_TIME_LIMIT, CheckResult
-from ol.grading.confine import UNCONFINED
+from ol.grading.sandbox.confine import UNCONFINED
 from ol.instructor.class_grading.checkout import copy_checkout
 from ol.instructor.class_grading.processes import CheckProcesses
 
@@ -57,7 +57,7 @@ class GradeRecord:
     unparsable: list[dict] = field(default_factory=list)     # test files that do not parse: {"file", "problem"}
     no_tests: str | None = None     # what to say when no test file was taken (ol.core.screening)
     taken_from: str = ""            # where the files were found, when deeper than expected (ol.core.submissions)
-    confinement: str = ""           # what the check had in force (ol.grading.confine)
+    confinement: str = ""           # what the check had in force (ol.grading.sandbox.confine)
     result: CheckResult | None = None
     seconds: float = 0.0
     error: str | None = None        # a fault of the grader (not the student's): why, for the instructor

@@ -148,7 +148,7 @@ def read_outcome(record: GradeRecord, table: dict[str, float], catalog_pitfalls:
 def in_student_words(text: str, names: dict[str, str]) -> str:
     """`text` with every checkout path named as the student named the file,
     and no absolute path of a checkout's copy (…/checkout/python/... becomes
-    python/...) or of the sandbox's files (/kit/python/..., ol.grading.confine)."""
+    python/...) or of the sandbox's files (/kit/python/..., ol.grading.sandbox.confine)."""
     text = re.sub(r"(?:/[^\s/:'\"()\[\]]+)*/(?:checkout|kit)/", "", text)
     for path in sorted(names, key=len, reverse=True):
         text = text.replace(path, names[path])

@@ -11,8 +11,9 @@ def fake(*args, **kwargs):
     return 0 if calls["n"] == 1 else 1
 
 
-for name in ("ol.grading.warm", "ol.grading.roles", "ol.grading.pytest_driver", "ol.grading.collector",
-             "ol.grading.grader", "ol.grading.scheduler", "ol.grading.sandbox", "ol.grading.collector_link"):
+for name in ("ol.grading.sandbox.warm", "ol.grading.sandbox.roles", "ol.grading.pytest_driver",
+             "ol.grading.sandbox.collector", "ol.grading.grader", "ol.grading.scheduler",
+             "ol.grading.sandbox.warm_link", "ol.grading.sandbox.collector_link"):
     module = modules.get(name)
     for attribute in ("run_items", "_run_items", "_run_grade", "serve_collected", "verdict"):
         if module is not None and attribute in dir(module):

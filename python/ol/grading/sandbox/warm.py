@@ -1,11 +1,11 @@
 """The warm process inside a sandbox: set up once, then fork one run at a time.
 
-    python -c 'from ol.grading.warm import main; main(CONTROL_FD)'
+    python -c 'from ol.grading.sandbox.warm import main; main(CONTROL_FD)'
 
 It is trusted: it never runs a student's code itself.  It receives a setup
 message on its control socket (files, module sources, its role), imports
-what every run needs (its role: ol.grading.roles), then forks runs on
-request (ol.grading.confine does the confining).
+what every run needs (its role: ol.grading.sandbox.roles), then forks runs on
+request (ol.grading.sandbox.confine does the confining).
 
 Every run is forked from this process, so whatever this process holds when
 it forks, the run holds a copy of (code that reads its own memory, through
@@ -27,7 +27,7 @@ This is the root side of a run, not its guard: a run that outlives its guard
 (setsid, a double fork) is still found by its user.
 
 In the namespace confinement a run has no guard: it is cloned beside this
-process, as a child of its parent, the reporter (ol.grading.reporter), which
+process, as a child of its parent, the reporter (ol.grading.sandbox.reporter), which
 reaps it, stops it and tells the observer how it ended; the reporter never
 forks a run.  So is a run of a variant of the course's own (trusted: nothing
 to confine), in every confinement.  The shared check's collector keeps a
@@ -50,20 +50,20 @@ import signal
 import socket
 import sys
 
-from ol.grading.roles import CHANNEL_FD, NOTES_FD, Role, traceback_text
+from ol.grading.sandbox.roles import CHANNEL_FD, NOTES_FD, Role, traceback_text
 
 
 def main(control_fd: int) -> None:
     from ol.grading.wire import PeerGone, WireError, recv_message, send_message
 
-    from ol.grading import reporter
+    from ol.grading.sandbox import reporter
 
     link = reporter.start(control_fd)   # from here on this process is the reporter's child
     control = socket.socket(fileno=control_fd)
     try:
         header, buffers = recv_message(control)
         role = Role.for_setup(header, buffers)
-        from ol.grading import syscalls
+        from ol.grading.sandbox import syscalls
 
         syscalls.prepare()   # every run it forks loads a filter: built once, here
     except BaseException as error:  # the setup is ours: any failure is an internal fault
@@ -96,7 +96,7 @@ class Loop:
     """Forks runs on request; reaps their guards and cleans up after each."""
 
     def __init__(self, control: socket.socket, role: Role, link: socket.socket):
-        from ol.grading.reporter import Beside
+        from ol.grading.sandbox.reporter import Beside
 
         self.control, self.role, self.link, self.beside = control, role, link, Beside()
         self.guards: dict[int, tuple[int | None, str | None]] = {}   # guard pid -> (run user, run folder)
@@ -129,7 +129,7 @@ class Loop:
             self.reap()
 
     def start(self, header: dict, fds: list[int]) -> None:
-        from ol.grading import confine
+        from ol.grading.sandbox import confine
         from ol.grading.protocol import RunRequest
 
         request = RunRequest.from_header(header)
@@ -177,7 +177,7 @@ class Loop:
         """Clone a run beside this process, in new `namespaces`, where it calls
         become() (which never returns); the reporter watches it and writes
         its end on `report`."""
-        from ol.grading import reporter
+        from ol.grading.sandbox import reporter
 
         pid, pidfd = self.beside.fork(namespaces)
         if pid == 0:
@@ -202,7 +202,7 @@ class Loop:
         """After a run's guard has ended, however it ended: every process of
         the run's user killed, its folder removed."""
         from ol.core.removal import remove_tree
-        from ol.grading import confine
+        from ol.grading.sandbox import confine
 
         if user is not None:
             confine.kill_user(user)

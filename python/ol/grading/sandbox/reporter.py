@@ -40,9 +40,9 @@ import select
 import signal
 import socket
 
-from ol.grading import clone
-from ol.grading.confine import exit_code
 from ol.grading.protocol import end_line
+from ol.grading.sandbox import clone
+from ol.grading.sandbox.confine import exit_code
 
 CLONE_PARENT = 0x00008000
 CLONE_PIDFD = 0x00001000

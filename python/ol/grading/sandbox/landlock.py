@@ -1,5 +1,5 @@
 """What a run may touch of the host's files, where it cannot have a mount
-namespace of its own (the by-uid confinement: ol.grading.confine.BY_UID).
+namespace of its own (the by-uid confinement: ol.grading.sandbox.confine.BY_UID).
 
 Landlock (Linux 5.13 and later, allowed by Docker's default seccomp profile)
 lets an unprivileged process give up access for good, for itself and
@@ -24,7 +24,7 @@ from __future__ import annotations
 import ctypes
 import os
 
-from ol.grading import syscalls
+from ol.grading.sandbox import syscalls
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446   # the same number on every architecture
 _CREATE_RULESET_VERSION = 1

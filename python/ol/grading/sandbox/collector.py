@@ -2,7 +2,7 @@
 clean run per variant.
 
 This loop itself runs inside a confined run (its own unprivileged user,
-namespaces and limits; ol.grading.confine).  It collects the student's suite,
+namespaces and limits; ol.grading.sandbox.confine).  It collects the student's suite,
 which runs the suite's code in this process, then forks one run per request.
 Each run starts from the state right after collection, the same for every
 run, gets the same request (every test, in the suite's order: the observer
@@ -54,7 +54,8 @@ import socket
 import struct
 import sys
 
-from ol.grading import clone, confine, protocol
+from ol.grading import protocol
+from ol.grading.sandbox import clone, confine
 
 EXIT_THREADS = protocol.EXIT_THREADS
 COLLECTOR_PROCESSES = 16   # the collector's process limit, in runs' (a run's is Limits.processes)

@@ -82,7 +82,7 @@ class MemoryBound:
         return self.fds[slot]
 
     def limits(self, limits):
-        """`limits` (ol.grading.confine.Limits) under this bound: with a
+        """`limits` (ol.grading.sandbox.confine.Limits) under this bound: with a
         cgroup, each process may map up to the bound; without, the process
         count times each one's address space is the bound."""
         if self.groups:

@@ -1,5 +1,5 @@
 """One warm process's sandbox, seen from the observer: started as bwrap
-(when confined) around the warm process (ol.grading.warm), given its setup
+(when confined) around the warm process (ol.grading.sandbox.warm), given its setup
 once, then asked for runs on its control socket.
 
     ol (the observer, trusted)        never imports a student's code
@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ol.core.removal import remove_tree
-from ol.grading import confine
 from ol.grading.protocol import NotesStream, RunEnd, RunRequest, parse_end
+from ol.grading.sandbox import confine
 from ol.grading.wire import PeerGone, WireError, read_available, recv_message, send_message
 
-OL_PACKAGE = Path(__file__).resolve().parents[1]   # the `ol` package: all a sandbox sees of ol's code
+OL_PACKAGE = Path(__file__).resolve().parents[2]   # the `ol` package: all a sandbox sees of ol's code
 READY_TIMEOUT = 180.0    # seconds a warm process may take to import numpy, pytest and the rest
 
 
@@ -115,13 +115,13 @@ class RunEnds:
 
 
 class Sandbox:
-    """A process running ol.grading.warm, in bwrap when confined."""
+    """A process running ol.grading.sandbox.warm, in bwrap when confined."""
 
     def __init__(self, setup: Setup, confinement: str, hidden: Path, limits: confine.Limits, runtime: str):
         self.setup, self.confinement, self.runtime = setup, confinement, runtime
         ours, theirs = socket.socketpair()
         boot = (f"import sys; sys.path.insert(0, {runtime!r}); "
-                f"from ol.grading.warm import main; main({theirs.fileno()})")
+                f"from ol.grading.sandbox.warm import main; main({theirs.fileno()})")
         command = [sys.executable, "-c", boot]
         env = dict(setup.header.get("env", {}), OL_ROLE=setup.role)   # names the sandbox in `ps`
         if confinement == confine.CONFINED:
@@ -252,7 +252,7 @@ def runtime_copy(scratch: str) -> str:
     """A copy of the `ol` package that the runs' users can read (confined by
     uid the checkout's own copy may lie in a private folder); the folder to put
     on sys.path."""
-    from ol.grading.access_times import freeze_own
+    from ol.grading.sandbox.access_times import freeze_own
 
     runtime = Path(scratch, "runtime")
     shutil.copytree(OL_PACKAGE, runtime / "ol", ignore=shutil.ignore_patterns("__pycache__"))

@@ -11,7 +11,7 @@ README.md here).  The boundary is the kernel:
       │                               tmpfs for /tmp and the run's files
       └─ the reporter (trusted)       reaps each run, stops it, reports its status
           ├─ the warm process         clones one run at a time beside itself
-          │   (trusted)               (ol.grading.reporter.Beside)
+          │   (trusted)               (ol.grading.sandbox.reporter.Beside)
           └─ the run                  cloned into new mount, pid, network, IPC, UTS
                                       namespaces (RUN_NAMESPACES): pid 1 of its pid
                                       namespace, a fresh /proc; fresh tmpfs on /tmp
@@ -29,8 +29,8 @@ need a reaper of their own), a trusted guard forked from the warm process
 stands between: it forks the run and reports its status (run_confined).
 
 Every confined run also starts with a fresh, empty session keyring and no
-way to use the kernel's keyrings at all (ol.grading.syscalls), and in a
-memory cgroup of its slot where the host allows (ol.grading.memory).  In
+way to use the kernel's keyrings at all (ol.grading.sandbox.syscalls), and in a
+memory cgroup of its slot where the host allows (ol.grading.sandbox.memory).  In
 the namespace confinement a run has a user namespace of its own too, so nothing
 the kernel keys by user outlives it.
 
@@ -66,7 +66,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ol.grading import landlock, protocol, syscalls
+from ol.grading import protocol
+from ol.grading.sandbox import landlock, syscalls
 
 CONFINED, BY_UID, UNCONFINED = "confined", "confined-by-uid", "unconfined"
 CONFINEMENTS = (CONFINED, BY_UID, UNCONFINED)
@@ -115,7 +116,7 @@ class ConfinementError(Exception):
 class Limits:
     """What one run may use.  address_space is added to the warm process's
     own size (a fork starts with it), per process; memory bounds all the
-    run's processes together (ol.grading.memory: a cgroup, or processes x
+    run's processes together (ol.grading.sandbox.memory: a cgroup, or processes x
     address_space where there is none).  cpu_seconds is the processor time
     each process may use (the kernel ends it with SIGXCPU, then SIGKILL a
     second later): the time limit that does not depend on the machine's load."""
@@ -194,7 +195,7 @@ def by_uid_usable() -> tuple[bool, str]:
             _uid_probe = (False, f"confining runs by user needs a seccomp filter for this architecture "
                                  f"({os.uname().machine}); x86_64 and aarch64 have one")
         else:
-            from ol.grading.access_times import mount_problem
+            from ol.grading.sandbox.access_times import mount_problem
 
             unreadable = _unreadable_to_others(_python_files())
             moving = mount_problem(installation_roots())
@@ -387,7 +388,7 @@ def run_confined(body, *, confinement: str, user: int, limits: Limits, keep_fds:
 
 def become_plain_run(body, *, limits: Limits, keep_fds: dict[int, int], memory_fd: int = -1) -> None:
     """In a process forked for trusted code (a variant of the course's own),
-    which ol.grading.reporter watches: its slot's memory group, resource
+    which ol.grading.sandbox.reporter watches: its slot's memory group, resource
     limits and only the kept descriptors, no namespaces; then body(kept
     descriptors), and exit with its return value.  Never returns."""
     status = RUN_FAULT
@@ -441,7 +442,7 @@ def _guard(body, confinement, user, limits, keep_fds, report_fd, private, dumpab
 def become_confined_run(body, *, user: int, limits: Limits, keep_fds: dict[int, int], report_fd: int,
                         memory_fd: int = -1, readable: tuple[str, ...] = ()) -> None:
     """In a process cloned straight into RUN_NAMESPACES (pid 1 of its own pid
-    namespace, beside the warm process: ol.grading.reporter watches it): the
+    namespace, beside the warm process: ol.grading.sandbox.reporter watches it): the
     run of run_confined in the namespace confinement, with no guard above
     it.  Its memory group, its mounts, its own /proc, then enter_run; a fault
     of any of these goes to report_fd, which is closed before body runs, so
@@ -593,7 +594,7 @@ def freeze_mounts(writable: tuple[str, ...]) -> None:
     a read-only mount never changes a file's access time, so no run can
     leave a mark in the times of a file that a later run may read (the
     sandbox's own tmpfs root, /dev, the files bound into it)."""
-    from ol.grading.access_times import mount_points
+    from ol.grading.sandbox.access_times import mount_points
 
     for target in mount_points():
         if target in writable or target == "/proc" or target.startswith("/proc/"):
@@ -641,7 +642,7 @@ def enter_run(confinement: str, user: int, limits: Limits, *, dumpable: bool = F
             _own_user_namespace()
         if dumpable:
             _call("prctl", PR_SET_DUMPABLE, 1, 0, 0, 0)
-        if confinement == BY_UID:   # readable: what the role allows (ol.grading.access_times.readable_system)
+        if confinement == BY_UID:   # readable: what the role allows (ol.grading.sandbox.access_times.readable_system)
             private = os.environ.get("TMPDIR", "")
             landlock.restrict(readable=[r for r in readable if r != private], writable=[private] if private else [])
         if confinement != UNCONFINED:

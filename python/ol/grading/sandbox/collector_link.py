@@ -1,5 +1,5 @@
 """The observer's half of the shared check's collect-once protocol: the
-collected suite (ol.grading.collector, inside a confined run of the tests'
+collected suite (ol.grading.sandbox.collector, inside a confined run of the tests'
 sandbox), seen from here.  The frame layout both halves use is in
 ol.grading.protocol.
 """
@@ -11,9 +11,10 @@ import select
 import socket
 import time
 
-from ol.grading import confine, protocol
+from ol.grading import protocol
 from ol.grading.protocol import FrameReader, NotesStream, RunEnd, RunRequest
-from ol.grading.sandbox import Sandbox, SandboxFault
+from ol.grading.sandbox import confine
+from ol.grading.sandbox.warm_link import Sandbox, SandboxFault
 from ol.grading.wire import read_available
 
 
@@ -66,7 +67,7 @@ class CollectedRun:
 
 
 class CollectorLink:
-    """The local check's collected suite (ol.grading.collector), seen from here.
+    """The local check's collected suite (ol.grading.sandbox.collector), seen from here.
 
     It is started once, as a run of the tests' sandbox; each graded run is
     then one frame to it, the same for every run, carrying the run's

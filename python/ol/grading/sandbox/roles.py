@@ -7,7 +7,7 @@ from the setup message; run() is called in each forked run):
                   outcome in the notes (task "grade": the observer stops the run
                   when it has heard enough), or any suite with pytest's own
                   report ("pytest"), or, in the shared check, collects it once
-                  and serves runs ("collect": ol.grading.collector);
+                  and serves runs ("collect": ol.grading.sandbox.collector);
     role "impl"   the run loads one variant of the module under test and
                   serves it on its channel (ol.grading.serve).
 
@@ -31,7 +31,7 @@ from ol.grading import pytest_driver
 from ol.grading.pytest_driver import EXIT_COLLECT, WARM_MODULES
 
 if TYPE_CHECKING:
-    from ol.grading.confine import Limits
+    from ol.grading.sandbox.confine import Limits
 
 CHANNEL_FD, NOTES_FD = 3, 4
 
@@ -47,7 +47,7 @@ class Role:
     """Set up once from the setup message; run() is called in each run."""
 
     def __init__(self, setup: dict, files: dict[str, bytes]):
-        from ol.grading.confine import Limits
+        from ol.grading.sandbox.confine import Limits
 
         self.setup = setup
         self.confinement = setup["confinement"]
@@ -72,12 +72,12 @@ class Role:
 
     def prepare_runs(self) -> None:
         """Confined by uid, once this process has imported all it will: what
-        its runs may read of the system (ol.grading.access_times), read once
+        its runs may read of the system (ol.grading.sandbox.access_times), read once
         now so that no run's read moves an access time a later run sees."""
         if self.confinement != "confined-by-uid":
             return
-        from ol.grading.access_times import prime, readable_system
-        from ol.grading.confine import ConfinementError
+        from ol.grading.sandbox.access_times import prime, readable_system
+        from ol.grading.sandbox.confine import ConfinementError
 
         system = readable_system()
         problem = prime(system)
@@ -100,12 +100,12 @@ class Role:
     def limits_for(self, request) -> Limits:
         """The role's limits, with the run's processor time; the shared
         check's collector may start COLLECTOR_PROCESSES runs' worth of
-        processes (its runs get a run's: ol.grading.collector)."""
+        processes (its runs get a run's: ol.grading.sandbox.collector)."""
         limits = self.limits
         if request.cpu_seconds > 0:
             limits = dataclasses.replace(limits, cpu_seconds=request.cpu_seconds)
         if request.task == "collect":   # it collects, then serves every run: the observer's clock bounds that
-            from ol.grading.collector import COLLECTOR_PROCESSES
+            from ol.grading.sandbox.collector import COLLECTOR_PROCESSES
 
             limits = dataclasses.replace(limits, processes=limits.processes * COLLECTOR_PROCESSES,
                                          cpu_seconds=max(self.limits.cpu_seconds, 3 * limits.cpu_seconds))
@@ -115,7 +115,7 @@ class Role:
         """run(request); an exception of ours (not of the code under test,
         which run() handles) is written to its notes and exits
         confine.RUN_FAULT."""
-        from ol.grading.confine import RUN_FAULT
+        from ol.grading.sandbox.confine import RUN_FAULT
 
         try:
             return self.run(request)
@@ -132,9 +132,9 @@ class Role:
 def write_files(folder: Path, files: dict[str, bytes]) -> None:
     """The run's files, readable by the runs' users, modified at the epoch
     (a file's age must not tell a run how far the check has gone) and
-    accessed far ahead (ol.grading.access_times: no read by a run can move
+    accessed far ahead (ol.grading.sandbox.access_times: no read by a run can move
     the access time that a later run would see)."""
-    from ol.grading.access_times import FROZEN_ACCESS_NS
+    from ol.grading.sandbox.access_times import FROZEN_ACCESS_NS
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o755)
     for relative, data in files.items():
@@ -196,7 +196,7 @@ class TestsRole(Role):
             return pytest_driver.run_pytest(folder, Notes(NOTES_FD), request.pytest_args,
                                             self.setup.get("pytest_args", []))
         if request.task == "collect":   # the local check: collect once, serve many runs
-            from ol.grading.collector import serve_collected
+            from ol.grading.sandbox.collector import serve_collected
 
             def collect():
                 collected = pytest_driver.collect(self.session, folder, Notes(NOTES_FD))
