@@ -55,8 +55,8 @@ TESTS = Path(__file__).resolve().parent
 sys.path[:0] = [str(TESTS.parent / "python"), str(TESTS)]   # this checkout's ol, as ./ol puts it first
 
 from helpers.kit import ROOT, copy_checkout  # noqa: E402
-from test_calibration import SUITE_PREFIX  # noqa: E402
-from test_trust import CHEATS, GALLERY, materialize  # noqa: E402
+from helpers.cheats import CHEATS, GALLERY, materialize  # noqa: E402
+from helpers.classes import SUITE_PREFIX  # noqa: E402
 
 # The suites of tests/grading_suites beside the gallery, and the module each grades.
 OTHER_SUITES = {"l7-4-hand-example": "L7.4", "l7-4-oracle-only": "L7.4", "l7-5-no-cache": "L7.5", "l7-5-weak": "L7.5",

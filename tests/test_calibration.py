@@ -84,18 +84,12 @@ what the window no longer sees: it fails.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from helpers.classes import CALIBRATION as SUITES
+from helpers.classes import SUITE_PREFIX
+from helpers.kit import ROOT
 from ol.grading.check import CheckRequest, check_module
-
-ROOT = Path(__file__).resolve().parents[1]
-SUITES = ROOT / "tests" / "calibration"
-
-
-# module -> the folder prefix of its honest suites
-SUITE_PREFIX = {"L7.3": "l7-3-suite-", "L7.4": "l7-4-suite-", "L7.5": "l7-5-suite-", "L7.7": "l7-7-suite-"}
 
 
 @pytest.fixture(scope="module", params=[(m, s) for m in SUITE_PREFIX for s in "abc"], ids=lambda p: f"{p[0]}-{p[1]}")

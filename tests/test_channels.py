@@ -34,7 +34,6 @@ pitfall and every correct run among them), as the gallery is.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -44,53 +43,17 @@ from pathlib import Path
 
 import pytest
 
-from helpers.kit import ROOT, explain, sampled_home
+from helpers.cheats import channel_suite
+from helpers.kit import DOCKER_DEFAULT, ROOT, explain, sampled_home
+from helpers.processes import descendants, files_of_run_users, run_users, uid_of
+from helpers.sessions import sampled
 from ol.core.test_folder import TestFolder
 from ol.grading.check import CheckRequest, check_module
 from ol.grading.sandbox import confine
 from ol.grading.session import GradingSession
 
 CHANNELS = ROOT / "tests" / "grading_suites" / "channels"
-DOCKER_DEFAULT = [sys.executable, str(ROOT / "tests" / "helpers" / "docker_default.py")]
-TARGETS = {"L7.3": "tinyllm.modern.rope", "L7.4": "tinyllm.modern.rope_scaling", "L7.5": "tinyllm.modern.attention"}
 JUDGE = "test_channel.py::test_a_judge"
-
-
-def channel_suite(module: str, readers: list[str], dest: Path, writers: bool = True) -> Path:
-    """The channel attack for `module`, listening to `readers`, as a test
-    folder; writers=False leaves out the tests that write into durations,
-    processor time, output and exit timing (a memo needs none of them)."""
-    session_module = GradingSession(ROOT, module).module
-    folder = dest / f"channel-{module}"
-    folder.mkdir(parents=True)
-    shutil.copy(CHANNELS / "channel.py", folder / "channel.py")
-    answers = sorted((ROOT / session_module.grading.model_answer).glob("test_*.py"))
-    (folder / "answers.py").write_text("\n\n".join(p.read_text() for p in answers))
-    text = (CHANNELS / "test_channel.py").read_text()
-    (folder / "test_channel.py").write_text(text.replace("__TARGET__", TARGETS[module])
-                                            .replace("__READERS__", repr(readers))
-                                            .replace("__PROBES__", _probes() if writers else ""))
-    return folder
-
-
-def _probes() -> str:
-    """The writers, one test each (written out: a suite may not make tests from globals())."""
-    from importlib.util import module_from_spec, spec_from_file_location
-
-    spec = spec_from_file_location("channel_bits", CHANNELS / "channel.py")
-    bits = spec.loader.exec_module(module := module_from_spec(spec)) or module.BITS
-    tests = [f"def test_probe_{i}():\n    probe({i})\n" for i in range(bits)]
-    tests += ["def test_probe_marker():\n    marker()\n", "def test_burn():\n    burn()\n"]
-    tests += [f"def test_says_{i}():\n    say({i})\n" for i in range(bits)]
-    tests += ["def test_zz_late_exit():\n    late_exit()\n"]
-    return "\n\n".join(tests)
-
-
-def sampled(module: str, every: int = 40) -> GradingSession:
-    """The module's grading session with every pitfall and every `every`th counted mutant."""
-    session = GradingSession(ROOT, module)
-    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::every])
-    return session
 
 
 def judge_learnt_nothing(record: dict) -> None:
@@ -109,7 +72,7 @@ import dataclasses, json, sys
 sys.path[:0] = [{python!r}, {tests!r}]
 from pathlib import Path
 from ol.grading.check import CheckRequest, check_module
-from test_channels import sampled
+from helpers.sessions import sampled
 session = sampled({module!r}, {every!r})
 result = check_module(Path({root!r}), {module!r}, CheckRequest(tests=Path({suite!r}), course_tests=False,
                       isolated=True, require_confinement=True), session=session)
@@ -197,7 +160,6 @@ def test_what_a_run_leaves_is_cleaned_up_and_reached_by_no_other_run(tmp_path):
     folder above its own never lists), no grader fault comes of the tree,
     and when the check ends nothing of any run's user is left: no process,
     no file, no scratch folder."""
-    from test_trust import files_of_run_users, run_users
 
     before = set(Path(tmp_path).glob("ol-sandbox-*"))
     driver = GRADE_IN_PROCESS.format(python=str(ROOT / "python"), tests=str(ROOT / "tests"), module="L7.3",
@@ -223,7 +185,6 @@ def test_a_run_that_outlives_its_guard_is_ended_by_its_user(tmp_path):
     run's user is left once it has exited."""
     import time
 
-    from test_trust import descendants, run_users, uid_of
 
     driver = GRADE_IN_PROCESS.format(python=str(ROOT / "python"), tests=str(ROOT / "tests"), module="L7.3",
                                      root=str(ROOT), suite=str(LEFTOVERS), every=120)
@@ -266,7 +227,6 @@ def test_a_run_dies_with_its_guard_once_it_has_a_user_of_its_own():
     import tempfile
     import time
 
-    from test_trust import uid_of
 
     if os.geteuid() != 0:
         pytest.skip("a run takes a user of its own only as root")

@@ -24,10 +24,10 @@ import time
 
 import pytest
 
+from helpers.classes import (MODEL_ANSWER, MODULE, REFERENCE_ROPE, ROPE, TESTS, TIME_LIMIT, set_time, suite_files,
+                             write_folder, write_tar)
+from helpers.gradebooks import canvas_reads
 from helpers.kit import ROOT, explain, home_env, processes_with, run_ol, sampled_home, sigint_as_at_a_terminal
-from test_class_conventions import canvas_reads
-from test_class_grading import (MODEL_ANSWER, MODULE, REFERENCE_ROPE, ROPE, TESTS, TIME_LIMIT, set_time, suite_files,
-                                write_folder, write_tar)
 
 DEADLINE = "2026-03-01T23:59:00+00:00"
 ON_TIME = "2026-03-01T20:00:00+00:00"

@@ -21,6 +21,7 @@ from fractions import Fraction
 import pytest
 
 from helpers.kit import ROOT, explain, run_ol
+from helpers.gradebooks import canvas_reads
 from ol.core.catalog import load_catalog
 from ol.instructor.class_grading.gradebook import (DAY, HOUR, ExportRow, LatePolicy, ManifestError, parse_duration,
                                                    parse_late_penalty, parse_share, read_manifest, write_export)
@@ -97,37 +98,6 @@ def test_ol_grade_refuses_late_options_it_cannot_apply(tmp_path):
 
 # ---- exports ----------------------------------------------------------------------------------------
 
-CANVAS_STUDENT_INFO = 5      # Student, ID, SIS User ID, SIS Login ID, Section (update_column_count)
-
-
-def canvas_reads(text: str) -> tuple[list[tuple[str, str | None, str | None]], dict[tuple[str, str], list[str]]]:
-    """What Canvas's gradebook importer (instructure/canvas-lms,
-    lib/gradebook_importer.rb) takes from a CSV: ([(title, id, points possible)
-    per assignment], {(how the student is found, the value): scores}).  Its rules:
-    the header's first cells hold "Student" and "ID"; "SIS User ID" then "SIS
-    Login ID" third and fourth make five student columns, the fifth holding
-    "Section"; an assignment header "Title (N)" names assignment N
-    (Assignment.title_and_id); a row whose first cell holds "Points Possible"
-    gives each assignment its points; a student is found by ID, else SIS User
-    ID, else SIS Login ID, else name."""
-    rows = list(csv.reader(io.StringIO(text)))
-    header = rows[0]
-    assert "Student" in header[0] and "ID" in header[1], header
-    assert re.search(r"SIS\s+User\s+ID", header[2]) and re.search(r"SIS\s+Login\s+ID", header[3]), header
-    assert "Section" in header[CANVAS_STUDENT_INFO - 1], "the last student column must be Section"
-    titles = [re.fullmatch(r"(.*)\s\((\d+)\)", h) for h in header[CANVAS_STUDENT_INFO:]]
-    assignments = [(m.group(1), m.group(2)) if m else (h, None) for m, h in zip(titles, header[CANVAS_STUDENT_INFO:])]
-    possible = [None] * len(assignments)
-    students = {}
-    for row in rows[1:]:
-        if "Points Possible" in row[0]:
-            possible = row[CANVAS_STUDENT_INFO:]
-            continue
-        key = next((kind, row[i]) for kind, i in (("ID", 1), ("SIS User ID", 2), ("SIS Login ID", 3), ("name", 0))
-                   if row[i])
-        students[key] = row[CANVAS_STUDENT_INFO:]
-    return [(*a, p) for a, p in zip(assignments, possible)], students
-
 
 ROWS = [ExportRow("s1001", "Ada Lovelace", "80.00", "100", "yes", "yes", login="ada", section="S1",
                   email="ada@example.org"),
@@ -168,7 +138,7 @@ def test_a_renamed_copy_of_a_test_file_ranks_above_honest_students_who_all_wrote
     or either with its names changed, as two students who follow the chapter
     write much the same code) and their own tests; one student hands in a
     renamed copy of another's test file.  That pair comes first, alone."""
-    from test_class_grading import CALIBRATION, MODEL_ANSWER, REFERENCE_ROPE, renamed
+    from helpers.classes import CALIBRATION, MODEL_ANSWER, REFERENCE_ROPE, renamed
     from ol.instructor.class_grading.copies import similar_pairs
     from ol.instructor.class_grading.grade_cli import _starter
 
@@ -221,7 +191,7 @@ def test_gradescope_says_an_entry_was_not_run_instead_of_failing_it():
     score rule; an entry with neither score nor status marks neither.  A
     submission the check never ran on failed no pitfall: each says it was not run."""
     from ol.instructor.class_grading.gradescope import results_json
-    from test_class_grading import valid_results
+    from helpers.gradebooks import valid_results
 
     data = results_json(outcome_of(not_graded={"reason": "no rope.py: expected python/tinyllm/modern/rope.py",
                                                "details": []}), TABLE, "full")

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import ast
 import csv
-import gzip
 import io
 import json
 import os
@@ -44,15 +43,19 @@ import sys
 import tarfile
 import tempfile
 import textwrap
-import tokenize
 import zipfile
-from datetime import datetime
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
-from helpers.kit import ROOT, explain, processes_with, run_ol, sampled_home, snapshot
+from helpers.cheats import MAX_CHEAT_SCORE, REACHING_OUT, assert_nothing_left, channel_suite, materialize
+from helpers.classes import (CALIBRATION, CLASS_SAMPLE, MODEL_ANSWER, MODULE, REFERENCE_ROPE, ROPE, SUITES, TESTS,
+                             TIME_LIMIT, class_env, renamed, set_time, suite_files, write_bomb, write_folder,
+                             write_tar, write_zip)
+from helpers.gradebooks import valid_results
+from helpers.kit import DOCKER_DEFAULT, ROOT, explain, processes_with, run_ol, sampled_home, snapshot
+from helpers.processes import command_line, files_of_run_users, run_users, vote_keys
 from ol.core.archives import MAX_MEMBERS
 from ol.core.catalog import load_catalog
 from ol.core.submissions import read_submissions, student_names, take
@@ -60,99 +63,7 @@ from ol.instructor.class_grading import copies
 from ol.instructor.class_grading.one import GradeRecord
 from ol.student.workspace import fresh_stubs, starter_test_text
 
-REFERENCE_ROPE = ROOT / "course/reference/python/tinyllm/modern/rope.py"
-MODEL_ANSWER = ROOT / "course/reference/python/tests/l7-3-rope"
-CALIBRATION = ROOT / "tests/calibration"
-SUITES = ROOT / "tests/grading_suites"
-TESTS = "python/tests/l7-3-rope"
-ROPE = "python/tinyllm/modern/rope.py"
-TIME_LIMIT = "8"   # seconds of processor time: every run that meets the hanging test before a correct run
-                   # has shown it hangs pays this (a dozen of them); load stretches only the clock (3x this)
-MODULE = load_catalog(ROOT).get("L7.3")
 DEADLINE = "2026-03-01T23:59:00+00:00"
-# The class is graded against every 5th generated mutant and every pitfall (kit.sampled_home): these
-# tests follow submissions through ol grade, not each mutant; the calibration suites meet every one.
-CLASS_SAMPLE = 5
-
-
-def class_env(home: Path) -> dict[str, str]:
-    """The environment every grading of the class runs in: UTC, and a home whose mutant cache is the sample."""
-    env = dict(os.environ, TZ="UTC", HOME=str(home))
-    env.pop("XDG_CACHE_HOME", None)
-    return env
-
-
-def suite_files(folder: Path, prefix: str = TESTS) -> dict[str, bytes]:
-    return {f"{prefix}/{p.relative_to(folder).as_posix()}": p.read_bytes() for p in folder.rglob("*.py")}
-
-
-def write_folder(dest: Path, files: dict[str, bytes]) -> None:
-    dest.mkdir(parents=True, exist_ok=True)
-    for name, data in files.items():
-        (dest / name).parent.mkdir(parents=True, exist_ok=True)
-        (dest / name).write_bytes(data)
-
-
-def write_zip(dest: Path, files: dict[str, bytes], top: str = "") -> None:
-    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            archive.writestr(top + name, data)
-
-
-def write_tar(dest: Path, files: dict[str, bytes]) -> None:
-    with tarfile.open(dest, "w" if dest.suffix == ".tar" else "w:gz") as archive:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-
-
-def write_bomb(dest: Path, members: int = 1_000_000) -> None:
-    """A .tar.gz of `members` empty files (names repeating every 2048): one
-    compressed gzip member of 2048 headers, repeated (gzip reads concatenated
-    members as one stream), so it is made in milliseconds."""
-    headers = []
-    for number in range(2048):
-        info = tarfile.TarInfo(f"f{number:07d}")
-        info.size = 0
-        headers.append(info.tobuf(format=tarfile.USTAR_FORMAT))
-    chunk = gzip.compress(b"".join(headers), compresslevel=9)
-    dest.write_bytes(chunk * (members // 2048 + 1) + gzip.compress(b"\0" * 1024))
-
-
-def renamed(source: str) -> str:
-    """`source` with its own names renamed (functions, their parameters, local
-    variables), as a student hiding a copy would: names that are also keyword
-    arguments, attributes or imports keep theirs, so the code still runs."""
-    tree = ast.parse(source)
-    own = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    own |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    own |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) for a in n.args.args}
-    fixed = {k.arg for n in ast.walk(tree) if isinstance(n, ast.Call) for k in n.keywords if k.arg}
-    fixed |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
-              for a in n.names}
-    fixed |= {part.strip() for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-              for part in n.value.split(",")}                       # pytest.mark.parametrize("make", ...)
-    fixed |= set(dir(__builtins__)) | {"self", "cls"}
-    builtin_fixtures = {"tmp_path", "monkeypatch", "request", "capsys"}
-    mapping = {name: f"v{index}_{name[::-1]}" for index, name in enumerate(sorted(own - fixed - builtin_fixtures))
-               if not name.startswith("test_")}
-    tests = sorted(name for name in own if name.startswith("test_"))
-    mapping |= {name: f"test_renamed_{index}" for index, name in enumerate(tests)}
-    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    out = []
-    for index, token in enumerate(tokens):
-        after_dot = index and tokens[index - 1].string == "."
-        if token.type == tokenize.NAME and token.string in mapping and not after_dot:
-            token = token._replace(string=mapping[token.string])
-        out.append(token)
-    return tokenize.untokenize(out)
-
-
-def set_time(entry: Path, when: str) -> None:
-    seconds = datetime.fromisoformat(when).timestamp()
-    for path in [entry, *entry.rglob("*")] if entry.is_dir() else [entry]:
-        os.utime(path, (seconds, seconds))
 
 
 # ---- reading submissions: fast, no grading ----------------------------------------------------------
@@ -767,21 +678,6 @@ def test_a_class_graded_on_ray_gets_the_rows_of_this_machine(ray_head, graded, s
 # ---- Gradescope --------------------------------------------------------------------------------
 
 
-def valid_results(data: dict) -> None:
-    """Gradescope's documented fields and types; a test is scored or informational."""
-    assert isinstance(data["score"], (int, float)) and isinstance(data["output"], str)
-    assert isinstance(data["tests"], list)
-    for test in data["tests"]:
-        assert isinstance(test["name"], str) and test.get("visibility", "visible") in (
-            "hidden", "after_due_date", "after_published", "visible")
-        if "max_score" in test:
-            assert 0 <= test["score"] <= test["max_score"], test
-        elif "status" in test:
-            assert test["status"] in ("passed", "failed") and "score" not in test, test
-        else:                                   # informational, neither passed nor failed: one not run
-            assert re.search(r"\(not run(: 0 of [0-9.]+ points)?\)$", test["name"]) and "score" not in test, test
-
-
 def maximum_of(test: dict) -> float:
     """A part's points: its max_score, or what a part not run says it stood for."""
     said = re.search(r"\(not run: 0 of ([0-9.]+) points\)$", test["name"])
@@ -978,26 +874,25 @@ def test_gradescope_where_namespaces_are_refused(gradescope_root, tmp_path):
     profile (tests/helpers/docker_default.py: root, namespaces refused; bubblewrap
     cannot start).  The autograder confines each run as a user of its own
     and says so in results.json: the honest submission gets full marks;
-    every cheat that reaches beyond its run (test_trust.REACHING_OUT: the
+    every cheat that reaches beyond its run (test_REACHING_OUT: the
     keyring ones and the results.json forger among them; ol grade meets the
     whole gallery in this confinement) passes nothing and gains nothing; no
     run writes into results/, and no process, file or key of a run is left.  Graded against
     every 20th mutant (and every pitfall), as the gallery is."""
-    import test_trust as trust
 
     root, _, home = gradescope_root
     caches = sorted((home / ".cache" / "tinyllm-ol").glob("mutants-*.json"))
     saved = {path: path.read_bytes() for path in caches}
-    before_keys = trust.vote_keys()
+    before_keys = vote_keys()
 
     def graded(files: dict[str, bytes]) -> dict:
-        data = play(root, home, files, under=trust.DOCKER_DEFAULT)
+        data = play(root, home, files, under=DOCKER_DEFAULT)
         assert data["extra_data"]["confinement"] == "confined-by-uid", data
         assert "(confined-by-uid:" in data["output"], data["output"][-500:]
         assert sorted(p.name for p in (root / "results").iterdir()) == ["results.json"], "a run wrote into results/"
         assert "ol-cheat-forged-results" not in json.dumps(data)
-        assert not trust.run_users(), [trust._cmdline(p) for p in trust.run_users()]
-        assert not trust.files_of_run_users("/tmp", "/var/tmp", "/dev/shm", str(root)), "files of a run's user left"
+        assert not run_users(), [command_line(p) for p in run_users()]
+        assert not files_of_run_users("/tmp", "/var/tmp", "/dev/shm", str(root)), "files of a run's user left"
         return data
 
     try:
@@ -1006,17 +901,17 @@ def test_gradescope_where_namespaces_are_refused(gradescope_root, tmp_path):
         honest = graded({"rope.py": REFERENCE_ROPE.read_bytes(),
                          **{p.name: p.read_bytes() for p in MODEL_ANSWER.glob("*.py")}})
         assert honest["score"] == 100.0 and honest["output"].startswith("PASSED"), honest["output"][:2000]
-        for cheat in trust.REACHING_OUT:
-            folder = trust.materialize(cheat, tmp_path / "cheats", results=root / "results")
+        for cheat in REACHING_OUT:
+            folder = materialize(cheat, tmp_path / "cheats", results=root / "results")
             data = graded({ROPE: REFERENCE_ROPE.read_bytes(), **suite_files(folder)})
             assert data["output"].startswith(("NOT PASSED", "NOT GRADED")), (cheat, data["output"][:2000])
             mutation = data["tests"][1]   # not run (no score) when the suite was not graded
-            assert mutation.get("score", 0) <= trust.MAX_CHEAT_SCORE * maximum_of(mutation), (cheat, mutation)
-            trust.assert_nothing_left(cheat)
+            assert mutation.get("score", 0) <= MAX_CHEAT_SCORE * maximum_of(mutation), (cheat, mutation)
+            assert_nothing_left(cheat)
     finally:
         for path, data in saved.items():
             path.write_bytes(data)
-    assert trust.vote_keys() == before_keys, "a run left a key in the kernel's keyrings"
+    assert vote_keys() == before_keys, "a run left a key in the kernel's keyrings"
 
 
 @pytest.mark.slow
@@ -1025,8 +920,6 @@ def test_gradescope_keeps_no_memo_in_access_times(gradescope_root, tmp_path):
     """Confined by uid in the bundle as Gradescope runs it: a suite whose
     first run leaves its digest in the access times of files it may read
     (tests/test_channels.py) learns nothing in any later run."""
-    import test_trust as trust
-    from test_channels import channel_suite
 
     root, _, home = gradescope_root
     caches = sorted((home / ".cache" / "tinyllm-ol").glob("mutants-*.json"))
@@ -1035,7 +928,7 @@ def test_gradescope_keeps_no_memo_in_access_times(gradescope_root, tmp_path):
         for path in caches:
             path.write_text(json.dumps(json.loads(saved[path])[::4]))   # every 20th, of every 5th
         suite = channel_suite("L7.3", ["memo"], tmp_path, writers=False)
-        data = play(root, home, {ROPE: REFERENCE_ROPE.read_bytes(), **suite_files(suite)}, under=trust.DOCKER_DEFAULT)
+        data = play(root, home, {ROPE: REFERENCE_ROPE.read_bytes(), **suite_files(suite)}, under=DOCKER_DEFAULT)
     finally:
         for path, data_ in saved.items():
             path.write_bytes(data_)

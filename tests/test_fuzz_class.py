@@ -33,8 +33,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers.kit import ROOT, explain, home_env, run_ol, sampled_home
-from test_class_grading import MODEL_ANSWER, REFERENCE_ROPE, ROPE, TESTS, suite_files, write_folder
-from test_trust import files_of_run_users, run_users
+from helpers.classes import MODEL_ANSWER, REFERENCE_ROPE, ROPE, TESTS, suite_files, write_folder
+from helpers.processes import files_of_run_users, run_users
 
 FUZZ_EXAMPLES = int(os.environ.get("OL_FUZZ_EXAMPLES", "4"))
 SEPARATORS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"

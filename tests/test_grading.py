@@ -24,6 +24,7 @@ import pytest
 
 from grading_suites.float16_blind import write_float16_blind_suite
 from helpers.kit import ROOT, copy_checkout, explain, home_env, processes_with, run_ol, sampled_home, snapshot
+from helpers.sessions import warm_check_equal_to_cold
 from ol.core.catalog import load_catalog
 from ol.core.test_folder import TestFolder, is_test_file
 from ol.grading.check import (JSON_FIELDS, CheckRequest, CheckResult, MutantLine, PitfallOutcome, Survivor,
@@ -1110,20 +1111,6 @@ def test_a_run_killed_at_its_processor_time_limit_is_a_timeout_not_a_crash():
     assert Grader.verdict("mutant-1", early, limit).status == CRASHED
     impl_at_limit = RunOutcome(1, exit=1, impl_exit=128 + signal.SIGKILL, impl_cpu_seconds=3.5)
     assert Grader.verdict("mutant-1", impl_at_limit, limit).status == TIMEOUT
-
-
-def warm_check_equal_to_cold(session, folder: Path, cache: Path):
-    """Check `folder` warm (with the verdict cache) and cold; assert they give
-    the same grade, kills, pitfalls and "by"; return the warm result."""
-    warm = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, verdicts=cache), session=session)
-    cold = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, fresh=True), session=session)
-    assert warm.reason is None and cold.reason is None, (warm.problems, cold.problems)
-    assert ({m.id for m in warm.mutants if m.killed} == {m.id for m in cold.mutants if m.killed})
-    assert [p.killed for p in warm.pitfalls] == [p.killed for p in cold.pitfalls]
-    assert (warm.killed, warm.score, warm.passed) == (cold.killed, cold.score, cold.passed)
-    assert [p.tests for p in warm.pitfalls] == [p.tests for p in cold.pitfalls], "the report's \"by\""
-    assert (warm.tests, warm.graded_tests) == (cold.tests, cold.graded_tests), "the graded tests"
-    return warm
 
 
 # ---- what check_module decides from its request ------------------------------------------

@@ -23,7 +23,7 @@ from ol.grading.protocol import parse_note_line
 from ol.grading.session import GradingSession
 from ol.grading.static_check import NESTED_TOO_DEEPLY, check_test_folder
 from ol.grading.suite_code import SuiteDigests
-from test_class_grading import MODEL_ANSWER, REFERENCE_ROPE, ROPE, TESTS, suite_files, write_folder
+from helpers.classes import MODEL_ANSWER, REFERENCE_ROPE, ROPE, TESTS, suite_files, write_folder
 
 # A test that fails on every correct implementation (so it is left out and the rest graded) with a
 # message holding a lone surrogate: pytest's report of it reaches the observer as JSON, whose
@@ -104,7 +104,7 @@ def test_a_warm_check_of_a_suite_full_of_separators_is_the_cold_one(tmp_path):
     """The model answer with every separator str.splitlines knows in a
     comment above each test, graded, then weakened: the warm re-check gives
     the cold grade (before, it carried the weakened tests' kills over)."""
-    from test_grading import warm_check_equal_to_cold
+    from helpers.sessions import warm_check_equal_to_cold
 
     session = GradingSession(ROOT, "L7.3")
     session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::10])

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import hashlib
 import json
 import os
 import platform
@@ -54,8 +53,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.kit import (ROOT, copy_checkout, explain, kill_group, processes_with, run_ol, sampled_home,
-                 sigint_as_at_a_terminal, snapshot, SANDBOX_PACKAGES, virtual_environment)
+from helpers.cheats import CHEATS, GALLERY, MAX_CHEAT_SCORE, assert_nothing_left, assert_stopped, materialize
+from helpers.classes import MODEL_ANSWER
+from helpers.kit import (DOCKER_DEFAULT, ROOT, SANDBOX_PACKAGES, copy_checkout, explain, kill_group, run_ol,
+                         sampled_home, sigint_as_at_a_terminal, snapshot, virtual_environment)
+from helpers.processes import (command_line, descendants, files_of_run_users, owner_alive, parent,
+                               proc_file, role, run_users, started, uid_of, vote_keys)
+from helpers.sessions import sampled_session
 from ol.core.test_folder import TestFolder
 from ol.grading import protocol, scheduler
 from ol.grading.check import CheckRequest, check_module
@@ -66,31 +70,6 @@ from ol.grading.sandbox import clone, confine
 from ol.grading.scheduler import Run
 from ol.grading.session import GradingFault, GradingSession
 from ol.grading.variants import Variant
-from helpers.reference import reference_modules
-
-CHEATS = ROOT / "tests" / "grading_suites" / "cheats"
-GALLERY = sorted(p.name for p in CHEATS.iterdir() if p.is_dir())
-MODEL_ANSWER = ROOT / "course/reference/python/tests/l7-3-rope"
-# The cheats that reach beyond their run (files, the home folder, keyrings, other processes, the network,
-# the results Gradescope reads): what a bundle's own layout could expose.  The Gradescope bundle grades
-# each with the engine and confinement ol grade uses, which meets every cheat of the gallery.
-REACHING_OUT = ["counter-beside-the-tests", "counter-in-tmp", "counter-in-working-folder", "ctypes-system",
-                "fork-bomb", "instructors-rope-through-sys-path", "memory-and-disk", "mutant-cache-in-home", "network",
-                "read-the-graders-keyring", "reference-read-at-run-time", "rewrite-the-autograders-results",
-                "setsid-escapees", "snoop-other-processes", "vote-through-files", "vote-through-shared-memory",
-                "vote-through-the-keyring", "vote-through-the-session-keyring"]
-ESCAPEE_MARKERS = ("sleep 31416", "sleep 31417")
-CANARIES = ("ol-cheat-was-here", "ol-cheat-ctypes-was-here")
-# A suite that only calls the functions (and judges nothing) kills the mutants
-# that raise or hang; no cheat may score more than this.
-MAX_CHEAT_SCORE = 0.5
-STATIC_REASON = "your tests do things graded tests may not (they were not run)"
-# Cheats that a reader of source can see; the others read as harmless code and
-# must be stopped by the process model and the operating system.
-STOPPED_BY_THE_STATIC_CHECK = {
-    "compiled-helper": "is a compiled file", "shadow-numpy": "is named like the module numpy",
-    "copy-of-the-reference": "your oracle must be your own", "copy-of-the-alternate": "your oracle must be your own",
-}
 
 
 def test_the_gallery_covers_every_class_of_the_threat_model():
@@ -102,13 +81,6 @@ def test_the_gallery_covers_every_class_of_the_threat_model():
     for kind in ("Forged verdicts", "Telling mutants apart without calling them", "Around the allow-list",
                  "Out of the fence", "Fail quietly", "Cross-run state"):
         assert kind in docs, f"no cheat of the class {kind!r}"
-
-
-def sampled_session() -> GradingSession:
-    """L7.3's grading session with every pitfall and a spread of the counted mutants."""
-    session = GradingSession(ROOT, "L7.3")
-    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::20])
-    return session
 
 
 @pytest.fixture(scope="module")
@@ -123,30 +95,6 @@ def repository_files() -> dict[str, str]:
     return snapshot(ROOT, skip=(".git", ".ol", ".pytest_cache", ".hypothesis", "build"))
 
 
-def materialize(name: str, dest: Path, root: Path = ROOT, results: Path | None = None) -> Path:
-    """The cheat's folder, its placeholders filled: where the repository (root)
-    and the home folder are, the reference's fingerprint, renamed copies of
-    the course's implementations, the folder of the autograder's results.json
-    (results: where a kit test plays Gradescope; by default the repository,
-    where a file the cheat writes is a canary)."""
-    rope, alternate = reference_modules("tinyllm.modern.rope")[0], ROOT / "course/reference/alternates/L7.3/rope.py"
-    values = {
-        "__ROOT__": str(root), "__HOME__": os.path.expanduser("~"), "__RESULTS__": str(results or root),
-        "__REFERENCE_FINGERPRINT__": hashlib.sha256(rope.apply_rope.__code__.co_code).hexdigest(),
-        "__REFERENCE_COPY__": (ROOT / "course/reference/python/tinyllm/modern/rope.py").read_text()
-        .replace("def rope_cos_sin", "def my_cos_sin").replace("def apply_rope", "def my_apply"),
-        "__ALTERNATE_COPY__": alternate.read_text().replace("def rope_cos_sin", "def alt_cos_sin"),
-    }
-    folder = dest / name
-    shutil.copytree(CHEATS / name, folder)
-    for path in folder.rglob("*.py"):
-        text = path.read_text()
-        for placeholder, value in values.items():
-            text = text.replace(placeholder, value)
-        path.write_text(text)
-    return folder
-
-
 @pytest.mark.slow
 @pytest.mark.needs_confinement
 @pytest.mark.parametrize("sharing", ["shared"])   # isolated, in these namespaces: test_ol_grade_gives_the_gallery_nothing
@@ -159,40 +107,6 @@ def test_no_cheating_suite_passes_or_gains_score(cheat, sharing, sampled, tmp_pa
     assert_stopped(cheat, sharing, result)
     assert snapshot(folder) == own_files or cheat.startswith("counter"), "the kit's copy is read-only to runs"
     assert_nothing_left(cheat)
-
-
-def assert_stopped(cheat: str, mode: str, result) -> None:
-    """No pass, no gain; stopped by the static check exactly where a reader
-    of source can see the cheat."""
-    result = result if isinstance(result, dict) else result.to_json()
-    assert not result["passed"], f"{cheat} passed ({mode})"
-    if result.get("not_graded"):    # ol grade screened it out before any check (ol.core.screening)
-        return
-    assert result["reason"] is not None or result["score"] <= MAX_CHEAT_SCORE, (
-        f"{cheat} scored {result['score']:.2f} ({result['killed']}/{result['counted']}) in the {mode} check")
-    if cheat in STOPPED_BY_THE_STATIC_CHECK:
-        assert result["reason"] == STATIC_REASON, (cheat, result["reason"])
-        assert any(STOPPED_BY_THE_STATIC_CHECK[cheat] in line for line in result["problems"]), result["problems"]
-    else:
-        assert result["reason"] != STATIC_REASON, f"{cheat} should get past the static check: {result['problems']}"
-
-
-def assert_nothing_left(cheat: str) -> None:
-    for canary in CANARIES:
-        assert not (ROOT / canary).exists(), f"{cheat} wrote into the repository"
-    for marker in ESCAPEE_MARKERS:
-        assert not processes_with(marker), f"a process of {cheat} outlived the check"
-    groups = memory_groups_of(os.getpid())
-    assert not groups, f"memory groups of {cheat}'s check were left: {groups}"
-
-
-def memory_groups_of(owner: int) -> list[Path]:
-    """The memory groups (ol.grading.sandbox.memory) a check of process `owner` made,
-    anywhere under /sys/fs/cgroup.  os.walk passes over a group that another
-    check, in another pytest worker, removes while it looks."""
-    prefix = f"ol-run-{owner}-"
-    return [Path(top) / name for top, folders, _ in os.walk("/sys/fs/cgroup") for name in folders
-            if name.startswith(prefix)]
 
 
 # ---- no state between runs, nothing of the grader's -----------------------------------------
@@ -219,12 +133,6 @@ def session_keys() -> dict[int, bytes]:
         length = keyctl(KEYCTL_READ, serial, payload, 4096)
         keys[serial] = payload.raw[:length]
     return keys
-
-
-def vote_keys() -> list[str]:
-    """The descriptions of keys named by the keyring cheats that /proc/keys
-    shows this (root) process: a key a run opened to everyone shows here."""
-    return [w for w in Path("/proc/keys").read_text().split() if w.startswith(("ol-vote-", "ol-planted"))]
 
 
 @pytest.fixture
@@ -568,58 +476,6 @@ def test_the_observer_never_imports_the_suite_or_the_code_under_test(sampled, tm
 # ---- faults of the grader ---------------------------------------------------------------
 
 
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid`, by the parent links in /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(parent, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _proc(pid: int, name: str) -> bytes:
-    try:
-        with open(f"/proc/{pid}/{name}", "rb") as f:
-            return f.read()
-    except OSError:
-        return b""
-
-
-def role(pid: int) -> str:
-    """"tests" or "impl" for a process of a grading sandbox (OL_ROLE in its environment)."""
-    for entry in _proc(pid, "environ").split(b"\0"):
-        if entry.startswith(b"OL_ROLE="):
-            return entry[8:].decode()
-    return ""
-
-
-def parent(pid: int) -> int:
-    stat = _proc(pid, "stat")
-    return int(stat.rsplit(b")", 1)[1].split()[1]) if stat else 0
-
-
-def started(pid: int) -> int:
-    stat = _proc(pid, "stat")
-    return int(stat.rsplit(b")", 1)[1].split()[19]) if stat else 0
-
-
-def uid_of(pid: int) -> int:
-    for line in _proc(pid, "status").split(b"\n"):
-        if line.startswith(b"Uid:"):
-            return int(line.split()[1])
-    return -1
-
-
 def warm_process(kind: str) -> list[int]:
     """The warm process of a sandbox: its role is set, its parent's (bwrap) is not."""
     return [p for p in descendants(os.getpid()) if role(p) == kind and not role(parent(p))]
@@ -660,7 +516,7 @@ def kill_after(verdicts: int, victim: str):
 def nothing_left(before: set[int]) -> None:
     time.sleep(0.5)
     left = [p for p in descendants(os.getpid()) if p not in before]
-    assert not left, f"processes left behind: {[_cmdline(p) for p in left]}"
+    assert not left, f"processes left behind: {[command_line(p) for p in left]}"
 
 
 @pytest.mark.needs_confinement
@@ -678,7 +534,6 @@ def test_a_fault_of_the_grader_is_an_error_with_no_score(victim, sampled, tmp_pa
                      session=sampled, on_event=on_event)
     assert on_event.seen["killed"], f"no {victim} was found to kill"
     nothing_left(before)
-
 
 
 @pytest.mark.parametrize("side", ["warm process", "collected suite"])
@@ -717,10 +572,6 @@ def test_a_side_that_ended_between_runs_is_a_fault_of_the_grader_not_a_broken_pi
             ended.process.stderr.close()
 
 
-def _cmdline(pid: int) -> str:
-    return _proc(pid, "cmdline").replace(b"\0", b" ").decode(errors="replace").strip()
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupting_ol_check_leaves_nothing_behind(signum, code, tmp_path):
@@ -750,8 +601,8 @@ def test_interrupting_ol_check_leaves_nothing_behind(signum, code, tmp_path):
     assert process.returncode == code, (process.returncode, out[-2000:], err[-2000:])
     assert b'"score"' not in out or b'"score": null' in out
     time.sleep(1)
-    alive = [p for p in tree if os.path.exists(f"/proc/{p}") and _cmdline(p)]
-    assert not alive, f"processes outlived the interrupted check: {[_cmdline(p) for p in alive]}"
+    alive = [p for p in tree if os.path.exists(f"/proc/{p}") and command_line(p)]
+    assert not alive, f"processes outlived the interrupted check: {[command_line(p) for p in alive]}"
     assert list(scratch.iterdir()) == [], "temporary folders were left behind"
 
 
@@ -901,7 +752,7 @@ def memory_of_descendants() -> int:
     /proc/meminfo's MemAvailable would count the machine's other users too."""
     total = 0
     for pid in descendants(os.getpid()):
-        for line in _proc(pid, "smaps_rollup").split(b"\n"):
+        for line in proc_file(pid, "smaps_rollup").split(b"\n"):
             if line.startswith(b"Pss:"):
                 total += int(line.split()[1]) * 1024
     return total
@@ -1079,7 +930,8 @@ CHECK_DRIVER = """
 import json, signal, sys
 from pathlib import Path
 sys.path[:0] = [{tests!r}]
-import test_trust as kit
+from helpers.kit import ROOT
+from helpers.sessions import sampled_session
 from ol.grading.check import CheckRequest, check_module
 from ol.grading.sandbox import confine
 
@@ -1102,8 +954,8 @@ class OneRangeForAll:   # the old code: every check's runs among the same few us
 if {one_range!r}:
     confine.UidBlock = OneRangeForAll
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # unwind: the scheduler removes what it made
-result = check_module(kit.ROOT, "L7.3", CheckRequest(tests=Path({suite!r}), course_tests=False, isolated=True,
-                                                  time_limit=60, workers=2), session=kit.sampled_session())
+result = check_module(ROOT, "L7.3", CheckRequest(tests=Path({suite!r}), course_tests=False, isolated=True,
+                                                  time_limit=60, workers=2), session=sampled_session())
 print(json.dumps({{"reason": result.reason, "problems": result.problems, "killed": result.killed,
                   "rejected": [entry["test"] for entry in result.rejected]}}), flush=True)
 """
@@ -1159,7 +1011,7 @@ def test_a_check_cannot_reach_another_checks_runs_through_their_user(one_range, 
         assert reached, result
     else:
         assert not reached and result["reason"] is None, (result, f"check A's runs held the users {sorted(held)}")
-    assert not run_users(), f"processes of the runs' users left: {[_cmdline(p) for p in run_users()]}"
+    assert not run_users(), f"processes of the runs' users left: {[command_line(p) for p in run_users()]}"
 
 
 def old_formula_uid(workers: int, pid: int, index: int) -> int:
@@ -1223,86 +1075,6 @@ def test_a_wait_status_reads_as_the_shells_exit_code_and_its_words(how, code, sa
 
 
 # ---- where namespaces are refused (Docker's default, as on Gradescope) ---------------------
-
-DOCKER_DEFAULT = [sys.executable, str(ROOT / "tests" / "helpers" / "docker_default.py")]
-def owner_alive(scratch: Path) -> bool:
-    """Whether the `ol` that made a scratch folder (sandbox.make_scratch: its
-    pid in `owner`) still runs: another check on this machine, not ours."""
-    try:
-        os.kill(int((scratch / "owner").read_text()), 0)
-    except (OSError, ValueError):
-        return False
-    return True
-
-
-def run_users(settle: float = 5.0, *, left_only: bool = True) -> list[int]:
-    """Live processes of the runs' users (UidBlock's range), once none is
-    left or `settle` seconds have passed (a process killed at the end of a
-    run is reaped by init a moment later).  left_only: only those no grader
-    holds any more, whose ancestors up to init are all runs' users; a run
-    of another check on this machine (another engineer's, say) has its
-    guard, a process of the grader's, above it, and its block of users
-    held (block_in_use)."""
-    top = confine.RUN_UID_BASE + confine.UID_BLOCKS * confine.UID_BLOCK
-    of_a_run = lambda pid: confine.RUN_UID_BASE <= uid_of(pid) < top   # noqa: E731
-    deadline = time.monotonic() + settle
-    while True:
-        found = [int(entry) for entry in os.listdir("/proc")
-                 if entry.isdigit() and of_a_run(int(entry)) and b"\nState:\tZ" not in _proc(int(entry), "status")
-                 and (not left_only or not (_held_by_a_grader(int(entry), of_a_run)
-                                            or block_in_use(uid_of(int(entry)))))]
-        if not found or time.monotonic() >= deadline:
-            return found
-        time.sleep(0.1)
-
-
-def _held_by_a_grader(pid: int, of_a_run) -> bool:
-    """Whether some ancestor of pid (below init) is not a run's process."""
-    for _ in range(64):
-        status = _proc(pid, "status")
-        parent = next((int(line.split()[1]) for line in status.split(b"\n") if line.startswith(b"PPid:")), 0)
-        if parent <= 1:
-            return False
-        if not of_a_run(parent):
-            return True
-        pid = parent
-    return True
-
-
-def files_of_run_users(*folders: str) -> list[str]:
-    """Entries of `folders` owned by a run's user whose block no check holds
-    any more: what an ended check left (a check running beside it, another
-    engineer's or another pytest's, owns its files while it runs)."""
-    top = confine.RUN_UID_BASE + confine.UID_BLOCKS * confine.UID_BLOCK
-    found = []
-    for folder in folders:
-        for path in Path(folder).iterdir():
-            try:
-                uid = path.lstat().st_uid
-            except OSError:
-                continue
-            if confine.RUN_UID_BASE <= uid < top and not block_in_use(uid):
-                found.append(str(path))
-    return found
-
-
-def block_in_use(uid: int) -> bool:
-    """Whether a running check holds the block of run users `uid` is in
-    (confine.UidBlock's flock, tried without waiting)."""
-    import fcntl
-
-    folder = next((f for f in confine.UID_LOCKS if os.access(f, os.W_OK)), None)
-    index = (uid - confine.RUN_UID_BASE) // confine.UID_BLOCK
-    if folder is None or not os.path.exists(lock := os.path.join(folder, f"tinyllm-ol-users-{index}.lock")):
-        return False
-    fd = os.open(lock, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)      # closing drops the lock, if this took it
-    return False
 
 
 def test_docker_default_refuses_namespaces_and_leaves_setuid():

@@ -13,6 +13,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# A command run under this prefix runs as in Docker's default profile (no namespaces, setuid kept):
+# the one-user-per-run mode Gradescope's containers give ol (helpers/docker_default.py).
+DOCKER_DEFAULT = [sys.executable, str(ROOT / "tests" / "helpers" / "docker_default.py")]
 
 
 def sampled_home(home: Path, every: int = 20, module: str = "L7.3") -> Path:
