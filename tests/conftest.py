@@ -29,7 +29,7 @@ from ol.grading.sandbox import confine
 
 NEEDS_CONFINEMENT = "needs_confinement"
 # The words of confine.bubblewrap()'s reason for a Python under /tmp
-# (tests/test_trust.py holds ol check to them).  Were they to change, the
+# (tests/grading/sandbox/test_confine.py holds ol check to them).  Were they to change, the
 # tests would fail rather than skip: never the other way round.
 UNDER_TMP = "installed under /tmp"
 

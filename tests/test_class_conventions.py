@@ -2,7 +2,7 @@
 the late penalty's arithmetic, the Canvas and Moodle files read back by the
 rules their importers document, the copy finder's ranking, and results.json
 as Gradescope's specification reads it.  (The same, end to end through
-`ol grade`: tests/test_class_adoption.py.)
+`ol grade`: tests/end_to_end/test_class_adoption.py.)
 
     late work    Canvas's late policy: a share of the maximum per day (hour)
                  started, capped, never below 0; a grace; a per-student deadline

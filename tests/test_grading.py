@@ -1,7 +1,7 @@
 """Kit tests of the mutation grader (`ol check`): that it tells good suites
 from weak ones, names a missed pitfall, survives hostile tests, and leaves the
 repository as it found it.  Cheating suites, confinement and faults of the
-grader itself: tests/test_trust.py."""
+grader itself: tests/end_to_end/test_trust.py."""
 
 from __future__ import annotations
 

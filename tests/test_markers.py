@@ -28,6 +28,10 @@ The rules:
                       confined run has), or runs `ol grade` (it refuses to
                       grade unconfined).
 
+A test is marked by its decorators, its file's `pytestmark`, or its
+folder: a folder's conftest.py that names MARKERS gives them to every test
+below it (tests/end_to_end/conftest.py: slow).
+
 A rule is a sufficient reason, not the only one: tests measured above about
 4 s are marked slow too (README: the fast tier).  A test that does one of
 these but stops early (a refusal) is listed in EARLY_EXITS, with why; that
@@ -39,6 +43,7 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+import subprocess
 import sys
 import textwrap
 import tomllib
@@ -115,13 +120,13 @@ class Source:
     """One test file: its functions, fixtures and named values, and for each
     function the reasons (rules) it reaches, with the path that gets there."""
 
-    def __init__(self, name: str, text: str):
+    def __init__(self, name: str, text: str, folder_marked: frozenset[str] = frozenset()):
         self.name = name
         self.tree = ast.parse(text)
         self.functions = {n.name: n for n in self.tree.body if isinstance(n, ast.FunctionDef)}
         self.values = {target.id: node.value for node in self.tree.body if isinstance(node, ast.Assign)
                        for target in node.targets if isinstance(target, ast.Name)}
-        self.marked = module_markers(self.tree)
+        self.marked = module_markers(self.tree) | folder_marked
         self._reached: dict[str, dict[str, tuple[str, ...]]] = {}
 
     def words(self, call: ast.Call) -> list[str]:
@@ -214,11 +219,30 @@ class Source:
 DATA = ("grading_suites", "calibration", "hints", "native", "helpers")
 
 
+def folder_markers(conftest_text: str) -> frozenset[str]:
+    """The markers a folder's conftest.py gives every test below it: its `MARKERS = ("slow", ...)`."""
+    for node in ast.parse(conftest_text).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "MARKERS" for t in node.targets):
+            return frozenset(ast.literal_eval(node.value))
+    return frozenset()
+
+
+def markers_of_folders(path) -> frozenset[str]:
+    """What the conftest.py files of the folders from tests/ down to `path`'s give its tests."""
+    found: frozenset[str] = frozenset()
+    for folder in [TESTS, *reversed(path.relative_to(TESTS).parents[:-1])]:
+        conftest = TESTS / folder / "conftest.py" if folder != TESTS else TESTS / "conftest.py"
+        if conftest.is_file():
+            found |= folder_markers(conftest.read_text())
+    return found
+
+
 def kit_sources() -> list[Source]:
     paths = [path for path in TESTS.rglob("test_*.py") if path.relative_to(TESTS).parts[0] not in DATA]
     names = [path.name for path in paths]
     assert len(set(names)) == len(names), f"two kit test files share a name (EARLY_EXITS names them by it): {names}"
-    return [Source(path.name, path.read_text()) for path in sorted(paths, key=lambda path: path.name)]
+    return [Source(path.name, path.read_text(), markers_of_folders(path))
+            for path in sorted(paths, key=lambda path: path.name)]
 
 
 # ---- the rules hold in the kit's tests --------------------------------------------------------
@@ -228,6 +252,21 @@ def test_every_kit_test_carries_the_markers_its_source_owes():
     findings = [str(f) for source in kit_sources() for f in source.findings(EARLY_EXITS)]
     assert findings == [], "mark these tests (or, for a test that stops early, list it in EARLY_EXITS):\n" + \
         "\n".join(findings)
+
+
+def test_the_end_to_end_folder_marks_every_test_in_it_slow():
+    """What the rules read from tests/end_to_end/conftest.py (MARKERS) is what
+    pytest does: the fast tier collects none of the folder's tests, and the
+    folder holds the gallery's and the class's."""
+    folder = TESTS / "end_to_end"
+    assert "slow" in markers_of_folders(folder / "test_trust.py")
+    assert markers_of_folders(TESTS / "test_markers.py") == frozenset()
+    fast = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "not slow", "-p", "no:xdist",
+                           str(folder)], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    whole = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", str(folder)],
+                           capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert whole.returncode == 0 and "test_ol_grade_gives_the_gallery_nothing" in whole.stdout, explain(whole)
+    assert fast.returncode == 5 and "::" not in fast.stdout, explain(fast)    # 5: no test selected
 
 
 def test_each_early_exit_still_reaches_its_rule():
@@ -352,6 +391,13 @@ def test_the_rules_find_each_unmarked_test_and_the_path_to_its_reason():
         ("test_a_venv", "slow"): ("test_a_venv", VENV),
         ("test_shared", "needs_confinement"): ("test_shared", SHARED),
     }, found
+
+
+def test_a_folder_marker_covers_what_it_names():
+    conftest = 'import pytest\n\nMARKERS = ("slow",)\n'
+    assert folder_markers(conftest) == {"slow"} and folder_markers("import pytest\n") == frozenset()
+    owed = {(f.test, f.marker) for f in Source("test_planted.py", PLANTED, folder_markers(conftest)).findings({})}
+    assert {marker for _, marker in owed} == {"needs_confinement"}, owed
 
 
 def test_a_module_marker_and_an_early_exit_cover_what_they_name():

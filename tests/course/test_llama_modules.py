@@ -1,6 +1,6 @@
 """Kit tests of the modules SmolLM2 is built from: L0.3 (nn ops), L7.5
 (attention), L7.9 (the Llama), L8.2 (decoding), beside `ol verify`
-(tests/instructor/test_verify.py), the calibration of L7.5 (tests/test_calibration.py)
+(tests/instructor/test_verify.py), the calibration of L7.5 (tests/end_to_end/test_calibration.py)
 and the milestone (tests/course/test_smollm2.py):
 
 - their oracles regenerate the committed fixtures exactly, and the fixtures

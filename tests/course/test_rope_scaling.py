@@ -1,5 +1,5 @@
 """Kit tests of L7.4 (RoPE scaling), beside `ol verify L7.4` (tests/instructor/test_verify.py),
-its calibration suites (tests/test_calibration.py) and chapter checks
+its calibration suites (tests/end_to_end/test_calibration.py) and chapter checks
 (tests/course/test_chapters.py):
 
 - oracle/L7.4/rope_scaling_hf.py regenerates fixtures/L7.4/rope_scaling_hf.npz

@@ -1,5 +1,5 @@
 """Kit tests of L7.7 (sliding-window attention) beside `ol verify`
-(tests/instructor/test_verify.py) and its calibration (tests/test_calibration.py):
+(tests/instructor/test_verify.py) and its calibration (tests/end_to_end/test_calibration.py):
 
 - its oracle regenerates the committed fixture exactly, and the fixture is
   small, records the pinned versions and holds only documented keys;

@@ -127,3 +127,18 @@ def _probes() -> str:
     tests += [f"def test_says_{i}():\n    say({i})\n" for i in range(bits)]
     tests += ["def test_zz_late_exit():\n    late_exit()\n"]
     return "\n\n".join(tests)
+
+
+# Bytes a run may write where the grader reads its notes: each must read as nothing, never as a fault.
+HOSTILE = [
+    b"\n" + b"[" * 200000 + b"\n",                         # issue 17: RecursionError in the warm process
+    b"{" * 100000 + b"\n",
+    b'{"collected": ' + b"[" * 5000 + b"]" * 5000 + b"}\n",
+    b"\xff\xfe\xfd not UTF-8 \xc3\x28\n",
+    b'{"running": "x", "at": "not a number"}\n{"collected": 7}\n{"outcomes": [1, 2]}\n',
+    b'{"at": NaN}\n{"ended": Infinity}\n{"failed": {"a": "dict"}}\n{"output": null}\n',
+    b'{"running": "' + b"x" * (2 << 20) + b'"}\n',         # a line past the report's bound
+    b'{"output": "cut short',
+    b"D\x01\x00\x00\x00\x00\x00\x00\x00" * 100 + b"C\xff\xff\xff\x7f",   # frames where lines belong
+    b"\n" * 100000,
+]

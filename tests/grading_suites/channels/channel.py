@@ -1,5 +1,5 @@
 """Cross-run channels: the writers' and the readers' side of a suite that
-judges nothing by itself (tests/test_channels.py plays it against the grader,
+judges nothing by itself (tests/end_to_end/test_channels.py plays it against the grader,
 with a module's calls beside it as test_channel.py).
 
 It digests what the module under test returns to the calls of answers.py
@@ -20,7 +20,7 @@ reads the quantities a run can see:
 
 The judge fails exactly when its own digest differs from a correct one it
 learnt; a run that learns nothing passes.  So with no channel the judge
-catches nothing, which is what tests/test_channels.py checks.
+catches nothing, which is what tests/end_to_end/test_channels.py checks.
 """
 
 import random

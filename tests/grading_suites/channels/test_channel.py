@@ -1,5 +1,5 @@
 """Cross-run channels (channel.py says how): a suite that judges nothing by
-itself.  tests/test_channels.py copies it beside channel.py and the module's
+itself.  tests/end_to_end/test_channels.py copies it beside channel.py and the module's
 model answer (as answers.py, its tests then helpers, not tests), naming the
 module under test and which readers the judge listens to."""
 

@@ -1,4 +1,4 @@
-"""Guesses its oracle (tests/test_channels.py): sixteen tests, each asserting
+"""Guesses its oracle (tests/end_to_end/test_channels.py): sixteen tests, each asserting
 that one bit of a digest of what rope_cos_sin and apply_rope return is 0.
 Each guess is right for about half the bits; were every test that fails on a
 correct implementation simply left out, the right guesses would stay and

@@ -3,7 +3,7 @@ key/value heads as query heads), positions from 0, no cache, and a loose
 tolerance.  It passes on correct code and catches much, but it can see
 neither the key/value heads mapped by modulo (pitfall a04) nor keys rotated
 by their index in the cache (a05), so `ol check` must fail it
-(tests/test_calibration.py)."""
+(tests/end_to_end/test_calibration.py)."""
 
 import numpy as np
 

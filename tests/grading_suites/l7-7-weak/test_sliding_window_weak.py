@@ -3,7 +3,7 @@ the sequence a call sees, so the window never hides a key.  It checks the
 output against an oracle, the mask, layer_settings and bad input, but it can
 see neither the window's edge (pitfall w01) nor a cache that keeps and lets in
 what the window no longer sees (w05), so `ol check` must fail it
-(tests/test_calibration.py)."""
+(tests/end_to_end/test_calibration.py)."""
 
 import math
 

@@ -1,5 +1,5 @@
 """What a run leaves that no run may find, and that the grader must clean
-up however the run ended (tests/test_channels.py grades this suite confined
+up however the run ended (tests/end_to_end/test_channels.py grades this suite confined
 by uid).  Every test passes on every implementation: what they leave is the
 point.
 
@@ -60,4 +60,4 @@ def test_leaves_a_process_in_a_session_of_its_own():
         finally:
             os_module._exit(0)
     os_module.waitpid(child, 0)
-    time_module.sleep(2)   # long enough for tests/test_channels.py to kill this run's guard
+    time_module.sleep(2)   # long enough for tests/end_to_end/test_channels.py to kill this run's guard

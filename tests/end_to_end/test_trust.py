@@ -14,17 +14,19 @@ gives the process model and the threat model these tests hold it to).
     faults       a crashing collector, a crashing warm process, a killed
                  implementation process, SIGINT and SIGTERM: exit 2 or 130/143,
                  no score, nothing left behind.  Whatever bytes a run writes
-                 to its report (fuzzed) cost only that run.
+                 to its report cost only that run (the parser itself, fuzzed:
+                 tests/grading/test_protocol.py).
     resources    a run that forks to allocate past its memory bound is
                  killed, and the host never loses more than the bound; a CPU
                  hog beside a check changes no verdict.
     two checks   a check's runs cannot reach another's through their users
-                 (a range of run users per check).
+                 (a range of run users per check; the draws themselves:
+                 tests/grading/sandbox/test_confine.py).
     no namespaces  as root in Docker's default seccomp profile (simulated:
                  tests/helpers/docker_default.py), the gallery and `ol grade` still
                  confine every run (by uid): no pass, no gain, nothing left.
                  `ol grade` gives the gallery nothing in either mode (the
-                 Gradescope bundle: tests/test_class_grading.py).
+                 Gradescope bundle: tests/end_to_end/test_class_grading.py).
 
 The gallery grades against a sample of the counted mutants (every pitfall,
 the correct implementations and their repeats are all there): what it
@@ -53,7 +55,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.cheats import CHEATS, GALLERY, MAX_CHEAT_SCORE, assert_nothing_left, assert_stopped, materialize
+from helpers.cheats import CHEATS, GALLERY, HOSTILE, MAX_CHEAT_SCORE, assert_nothing_left, assert_stopped, materialize
 from helpers.classes import MODEL_ANSWER
 from helpers.kit import (DOCKER_DEFAULT, ROOT, SANDBOX_PACKAGES, copy_checkout, explain, kill_group, run_ol,
                          sampled_home, sigint_as_at_a_terminal, snapshot, virtual_environment)
@@ -61,12 +63,11 @@ from helpers.processes import (command_line, descendants, files_of_run_users, ow
                                proc_file, role, run_users, started, uid_of, vote_keys)
 from helpers.sessions import sampled_session
 from ol.core.test_folder import TestFolder
-from ol.grading import protocol, scheduler
 from ol.grading.check import CheckRequest, check_module
 from ol.grading.events import Judged
 from ol.grading.grader import Grader
 from ol.grading.protocol import RunRequest
-from ol.grading.sandbox import clone, confine
+from ol.grading.sandbox import confine
 from ol.grading.scheduler import Run
 from ol.grading.session import GradingFault, GradingSession
 from ol.grading.variants import Variant
@@ -95,7 +96,6 @@ def repository_files() -> dict[str, str]:
     return snapshot(ROOT, skip=(".git", ".ol", ".pytest_cache", ".hypothesis", "build"))
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 @pytest.mark.parametrize("sharing", ["shared"])   # isolated, in these namespaces: test_ol_grade_gives_the_gallery_nothing
 @pytest.mark.parametrize("cheat", GALLERY)
@@ -153,7 +153,6 @@ def graders_secret():
 KEYRING_CHEATS = ("read-the-graders-keyring", "vote-through-the-session-keyring", "vote-through-the-keyring")
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 @pytest.mark.parametrize("sharing", ["shared", "isolated"])
 def test_no_run_reads_or_changes_the_graders_keyring_or_leaves_a_key(sharing, graders_secret, sampled, tmp_path):
@@ -347,54 +346,6 @@ def test_no_hook_added_while_collecting_runs_in_the_collector(sampled, tmp_path)
 
 
 @pytest.mark.needs_confinement
-def test_the_collector_can_clone_its_runs_where_the_thread_block_holds_the_id(monkeypatch):
-    """clone.usable() forks a child that compares the word clone.tid_field()
-    found with its own id: here it is the id, and any other word is refused
-    (the shared check would then be isolated)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    address = clone.tid_field(libc)
-    assert ctypes.c_int32.from_address(address).value == threading.get_native_id()
-    assert clone.usable() == (True, "")
-    monkeypatch.setattr(clone, "tid_field", lambda libc: address - 4)
-    clone.usable.cache_clear()
-    try:
-        usable, why = clone.usable()
-    finally:
-        clone.usable.cache_clear()
-    assert not usable and "did not find its own id" in why, why
-
-
-@pytest.mark.parametrize("call", ["clone3", "clone"])
-def test_a_run_forked_beside_is_its_forkers_sibling_and_holds_its_own_id(call):
-    """reporter.Beside forks as os.fork does, but the child is a child of
-    the caller's parent (the reporter, which reaps it), and its thread block
-    holds its own id.  Where clone3 is refused (Docker's default profile
-    answers ENOSYS) it forks by clone, whose arguments differ by machine."""
-    from ol.grading.sandbox.reporter import Beside
-
-    read, write = os.pipe()
-    forker = os.fork()
-    if forker == 0:                       # plays the warm process
-        code = 1
-        try:
-            beside = Beside()
-            beside.clone3 = call == "clone3"
-            pid, pidfd = beside.fork()
-            if pid == 0:
-                os._exit(7 if ctypes.c_int32.from_address(beside.tid).value == threading.get_native_id() else 8)
-            os.write(write, pid.to_bytes(4, "little"))
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write)
-    assert os.waitstatus_to_exitcode(os.waitpid(forker, 0)[1]) == 0
-    pid = int.from_bytes(os.read(read, 4), "little")
-    os.close(read)
-    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 7, "a child of this process, with its own id"
-
-
-@pytest.mark.slow
-@pytest.mark.needs_confinement
 def test_ol_grade_keeps_the_instructors_checkout_out_of_reach():
     """`ol grade` grades from a copy of the kit; the instructor's checkout is
     still on sys.path (an editable install).  A suite that walks every
@@ -427,7 +378,6 @@ def test_ol_grade_keeps_the_instructors_checkout_out_of_reach():
 # ---- where the student's Python lives ---------------------------------------------------
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_venv_inside_the_checkout_is_seen_by_the_runs_and_the_checkout_is_not():
     # /var/tmp, not pytest's /tmp: a Python under /tmp cannot be confined (next test)
@@ -451,14 +401,6 @@ def test_a_venv_inside_the_checkout_is_seen_by_the_runs_and_the_checkout_is_not(
         assert "No such file" in cheat["output"] or "FileNotFoundError" in cheat["output"], cheat["output"][-2000:]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-def test_a_python_installed_under_tmp_is_not_confined_and_says_why(tmp_path):
-    python = virtual_environment(tmp_path / "venv")
-    r = subprocess.run([str(python), str(ROOT / "ol"), "check", "L7.3", "--ref-deps", "--require-confinement"],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2, explain(r)
-    assert "installed under /tmp" in r.stderr and str(tmp_path / "venv") in r.stderr, explain(r)
 
 
 @pytest.mark.needs_confinement
@@ -572,7 +514,6 @@ def test_a_side_that_ended_between_runs_is_a_fault_of_the_grader_not_a_broken_pi
             ended.process.stderr.close()
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupting_ol_check_leaves_nothing_behind(signum, code, tmp_path):
     checkout = copy_checkout(tmp_path / "checkout")
@@ -608,58 +549,6 @@ def test_interrupting_ol_check_leaves_nothing_behind(signum, code, tmp_path):
 
 # ---- what a run writes -------------------------------------------------------------------
 
-HOSTILE = [
-    b"\n" + b"[" * 200000 + b"\n",                         # issue 17: RecursionError in the warm process
-    b"{" * 100000 + b"\n",
-    b'{"collected": ' + b"[" * 5000 + b"]" * 5000 + b"}\n",
-    b"\xff\xfe\xfd not UTF-8 \xc3\x28\n",
-    b'{"running": "x", "at": "not a number"}\n{"collected": 7}\n{"outcomes": [1, 2]}\n',
-    b'{"at": NaN}\n{"ended": Infinity}\n{"failed": {"a": "dict"}}\n{"output": null}\n',
-    b'{"running": "' + b"x" * (2 << 20) + b'"}\n',         # a line past the report's bound
-    b'{"output": "cut short',
-    b"D\x01\x00\x00\x00\x00\x00\x00\x00" * 100 + b"C\xff\xff\xff\x7f",   # frames where lines belong
-    b"\n" * 100000,
-]
-
-
-@settings(max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.one_of(st.binary(max_size=20000), st.sampled_from(HOSTILE),
-                 st.lists(st.sampled_from([b"{", b"}", b"[", b"]", b'"', b"\\", b":", b",", b"\n", b"1", b"a",
-                                           b'{"at": 1}', b'{"collected": ["x"]}', b"\xff"]), max_size=400)
-                 .map(b"".join)))
-def test_the_report_parser_keeps_only_well_formed_lines_and_never_raises(data):
-    lines = protocol.parse_notes(data)
-    for line in lines:
-        assert line and set(line) <= set(protocol.NOTE_FIELDS)
-        for key, value in line.items():
-            assert protocol._checked(protocol.NOTE_FIELDS[key], value) == value
-    try:
-        protocol.loads_bounded(data, 64)   # ValueError is its one way to refuse
-    except ValueError:
-        pass
-
-
-FRAMES = st.lists(st.one_of(
-    st.tuples(st.just(b"D"), st.integers(0, 2**32 - 1), st.integers(-2**31, 2**31 - 1), st.integers(0, 2**32 - 1)),
-    st.tuples(st.sampled_from([b"C", b"P"]), st.binary(max_size=300))), max_size=20)
-
-
-@settings(max_examples=300, deadline=None, database=None)
-@given(FRAMES, st.lists(st.integers(1, 64), max_size=40), st.binary(max_size=64))
-def test_frames_come_out_as_they_went_in_however_cut_and_garbage_breaks_the_stream(frames, cuts, garbage):
-    data = b"".join(protocol.done_frame(*f[1:]) if f[0] == b"D" else protocol.sized_frame(*f) for f in frames)
-    reader, got, at = protocol.FrameReader(), [], 0
-    for cut in cuts + [len(data)]:
-        got += reader.feed(data[at:at + cut])
-        at += cut
-    got += reader.feed(data[at:])
-    want = [protocol.Frame(b"D", run_id=f[1], exit=f[2], cpu_ms=f[3]) if f[0] == b"D" else protocol.Frame(f[0], body=f[1])
-            for f in frames]
-    assert got == want and reader.broken is None
-    if garbage[:1] not in (b"", b"C", b"P", b"D"):
-        assert reader.feed(garbage + data) == [] and reader.broken is not None
-        assert reader.feed(data) == []
-
 
 def hostile_suite(tmp_path: Path) -> Path:
     """The model answer plus a test that writes every HOSTILE payload to its
@@ -683,7 +572,6 @@ def model_answer_kills(sampled):
     return result.killed, result.counted
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("sharing", ["shared", "isolated"])
 def test_hostile_bytes_in_a_runs_report_cost_only_that_runs_lines(sharing, sampled, model_answer_kills, tmp_path):
     """Issue 17's attack and other hostile reports, written by the tests'
@@ -711,7 +599,6 @@ def test_a_student_rope_writing_hostile_bytes_does_not_stop_the_course_tests(sam
     assert course.ok and course.passed and not course.failed, course.output[-3000:]
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_random_bytes_from_both_sides_of_a_real_run_cost_only_that_run(sampled, tmp_path):
     """Hypothesis drives real runs on one pair of warm processes: the
@@ -758,7 +645,6 @@ def memory_of_descendants() -> int:
     return total
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_run_that_forks_to_allocate_past_its_memory_bound_is_killed(sampled, tmp_path):
     """Three children of 1 GiB each, all held at once, against the default
@@ -850,7 +736,6 @@ class CpuHog:
             pass
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_cpu_hog_beside_a_check_changes_no_verdict():
     """A calibration suite (the one with most survivors) graded alone; then
@@ -969,7 +854,6 @@ def users_holding(at_least: int) -> list[int]:
     return [uid for uid, count in counts.items() if count >= at_least]
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 @pytest.mark.parametrize("one_range", [False, True], ids=["a-range-per-check", "one-range-for-all"])
 def test_a_check_cannot_reach_another_checks_runs_through_their_user(one_range, tmp_path):
@@ -1014,82 +898,9 @@ def test_a_check_cannot_reach_another_checks_runs_through_their_user(one_range, 
     assert not run_users(), f"processes of the runs' users left: {[command_line(p) for p in run_users()]}"
 
 
-def old_formula_uid(workers: int, pid: int, index: int) -> int:
-    """The run user of slot `index` before UidBlock: a base per grader from its pid."""
-    return 61000 + 2 * workers * (pid % 400) + index
-
-
-def slot_users(uid, workers: int) -> list[int]:
-    """Every run user one check with `workers` workers uses: its runs' both sides and its collector."""
-    return ([uid(scheduler.tests_slot(k)) for k in range(workers)] + [uid(scheduler.impl_slot(k)) for k in range(workers)]
-            + [uid(scheduler.collector_slot(workers))])
-
-
-@pytest.mark.parametrize("workers", [1, 2, 3, 8])
-def test_the_slots_of_two_checks_at_once_never_share_a_run_user(workers):
-    """Every slot a check uses (both sides of each worker's run, the
-    collector) lies inside its slot_count, no two the same.  A run's user is
-    not its slot's: each run draws a fresh one, so two checks holding their
-    blocks at once never draw the same user, one check never draws a user
-    twice, and which user a run gets says nothing of its slot or of how many
-    runs came before it.  The old formula, a base of 2 * workers * (pid %
-    400), gave two checks one user: the collector's slot of one check was the
-    first tests slot of the check whose pid was one more."""
-    count = scheduler.slot_count(workers)
-    indices = slot_users(lambda index: index, workers)
-    assert sorted(indices) == list(range(count)), indices
-    pid = 4242
-    old_first = set(slot_users(lambda index: old_formula_uid(workers, pid, index), workers))
-    old_second = set(slot_users(lambda index: old_formula_uid(workers, pid + 1, index), workers))
-    assert old_first & old_second, "the old formula is the attack this test must be able to see"
-    if os.geteuid() != 0:
-        pytest.skip("run users are switched to (and blocks held) only as root")
-    first, second = confine.UidBlock(), confine.UidBlock()
-    try:
-        drawn = [[block.draw() for _ in range(500)] for block in (first, second)]
-        assert all(len(set(users)) == len(users) for users in drawn), "a user drawn twice in one check"
-        assert not set(drawn[0]) & set(drawn[1]), "two checks drew one user"
-        assert all(first.base <= u < first.base + confine.UID_BLOCK for u in drawn[0])
-        steps = [b - a for a, b in zip(drawn[0], drawn[0][1:])]
-        assert len(set(steps)) > 400, "the draws follow a pattern a run could read its place from"
-    finally:
-        first.close()
-        second.close()
-
-
-@pytest.mark.parametrize("how, code, said", [
-    ("exit", 3, "exit status 3: the suite does not collect"), ("signal", 128 + signal.SIGKILL, "signal 9"),
-    ("fault", confine.RUN_FAULT, "exit status 70: the run could not be set up, or the grader's code failed in it")])
-def test_a_wait_status_reads_as_the_shells_exit_code_and_its_words(how, code, said):
-    """The kernel's wait status of a real child, against the shell's
-    convention (128 + signal) and the words every message uses."""
-    child = os.fork()
-    if child == 0:
-        if how == "signal":
-            os.kill(os.getpid(), signal.SIGKILL)
-        os._exit(3 if how == "exit" else confine.RUN_FAULT)
-    _, status = os.waitpid(child, 0)
-    assert confine.exit_code(status) == code
-    assert confine.describe_exit(confine.exit_code(status)) == said
-    assert confine.describe_exit(-signal.SIGKILL) == "signal 9", "a Popen returncode for a signal"
-
-
 # ---- where namespaces are refused (Docker's default, as on Gradescope) ---------------------
 
 
-def test_docker_default_refuses_namespaces_and_leaves_setuid():
-    """The simulation itself: bubblewrap cannot start, a user switch works,
-    and the grader chooses to confine by uid."""
-    probe = ("import os, subprocess, sys; from ol.grading.sandbox import confine; "
-             "b = subprocess.run(['bwrap', '--ro-bind', '/', '/', '--unshare-pid', 'true'], capture_output=True); "
-             "print(b.returncode, confine.choose_confinement()[0])")
-    r = subprocess.run([*DOCKER_DEFAULT, sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, explain(r)
-    code, mode = r.stdout.split()
-    assert code != "0" and mode == confine.BY_UID, r.stdout
-
-
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 @pytest.mark.parametrize("where", ["namespaces", "namespace-less"])
 def test_ol_grade_gives_the_gallery_nothing(where, tmp_path):

@@ -127,7 +127,6 @@ def explain(name, r) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_honest_student_passes_ol_check(graded):
     name, r = graded
@@ -135,7 +134,6 @@ def test_honest_student_passes_ol_check(graded):
     assert passed, explain(name, r)
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_weak_attention_suite_fails_on_the_pitfalls_it_cannot_see():
     r = check_module(ROOT, "L7.5", CheckRequest(tests=ROOT / "tests" / "grading_suites" / "l7-5-weak",
@@ -146,7 +144,6 @@ def test_a_weak_attention_suite_fails_on_the_pitfalls_it_cannot_see():
         f"score {r.killed}/{r.counted}, reason {r.reason}")
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_suite_whose_window_never_hides_a_key_fails_l7_7():
     r = check_module(ROOT, "L7.7", CheckRequest(tests=ROOT / "tests" / "grading_suites" / "l7-7-weak",

@@ -17,7 +17,7 @@ The class is graded against every 20th generated mutant and every pitfall
 (kit.sampled_home) with a processor-time limit of 2 s, in one output folder
 across examples, so the honest submission is graded once and kept.  CI runs
 FUZZ_EXAMPLES (4) examples; `OL_FUZZ_EXAMPLES=200 python -m pytest
-tests/test_fuzz_class.py` runs as many as asked.
+tests/end_to_end/test_fuzz_class.py` runs as many as asked.
 """
 
 from __future__ import annotations
@@ -101,7 +101,6 @@ def hand_in(folder, files: list[str], shape: str, raw: bytes) -> None:
         (folder / "fuzz" / TESTS / "test_link.py").symlink_to("/etc/passwd")
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_hostile_submission_never_costs_the_class(tmp_path_factory):
     work = tmp_path_factory.mktemp("fuzz")

@@ -85,7 +85,6 @@ print(json.dumps(result.to_json()))
 ORDER_SAMPLE = {"L7.4": 100, "L7.5": 50}
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 @pytest.mark.parametrize("where", ["namespaces", "namespace-less"])
 @pytest.mark.parametrize("module", ["L7.4", "L7.5"])
@@ -106,7 +105,6 @@ def test_the_order_of_a_runs_tests_carries_nothing(module, where, tmp_path):
 # ---- access times, where namespaces are refused -----------------------------------------------------------
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_memo_in_access_times_carries_nothing_in_ol_check(tmp_path):
     """Confined by uid (Docker's default profile), `ol check --isolated`'s
@@ -123,7 +121,6 @@ def test_a_memo_in_access_times_carries_nothing_in_ol_check(tmp_path):
     judge_learnt_nothing(record)
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_memo_in_access_times_carries_nothing_in_ol_grade(tmp_path):
     """The same memo through `ol grade` confined by uid: the class's one
@@ -152,7 +149,6 @@ def test_a_memo_in_access_times_carries_nothing_in_ol_grade(tmp_path):
 LEFTOVERS = ROOT / "tests" / "grading_suites" / "leftovers"
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_what_a_run_leaves_is_cleaned_up_and_reached_by_no_other_run(tmp_path):
     """Confined by uid: a run opens its folder to all, builds a tree 1,100
@@ -175,7 +171,6 @@ def test_what_a_run_leaves_is_cleaned_up_and_reached_by_no_other_run(tmp_path):
     assert set(Path(tmp_path).glob("ol-sandbox-*")) == before, "the check's scratch folder was left"
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_run_that_outlives_its_guard_is_ended_by_its_user(tmp_path):
     """Confined by uid, a run's guard is SIGKILLed (by us, here: as a guard
@@ -216,66 +211,6 @@ def test_a_run_that_outlives_its_guard_is_ended_by_its_user(tmp_path):
     assert not run_users(), "a process of a run's user outlived its guard and the check"
 
 
-def test_a_run_dies_with_its_guard_once_it_has_a_user_of_its_own():
-    """A change of user clears a process's parent-death signal.  No init
-    stands between a run and its guard (confine._run): a run that did not set
-    the signal again once it had its own user would live on, as that user,
-    when its guard dies.  Confined by uid (as root), a run that sleeps: its
-    guard is SIGKILLed, and the run follows it within seconds."""
-    import signal
-    import socket
-    import tempfile
-    import time
-
-
-    if os.geteuid() != 0:
-        pytest.skip("a run takes a user of its own only as root")
-    block = confine.UidBlock()
-    user = block.draw()
-    above = Path(tempfile.mkdtemp(prefix="ol-test-run-"))   # as a role's runs_root: 0711, on a path
-    above.chmod(0o711)                                       # every user may pass through
-    folder = above / "run"
-    folder.mkdir(mode=0o700)
-    os.chown(folder, user, user)
-    ours, theirs = socket.socketpair()
-    started, says = os.pipe()
-
-    def body(moved):
-        os.write(3, b"x")
-        time.sleep(120)
-        return 0
-
-    try:
-        guard = confine.run_confined(body, confinement=confine.BY_UID, user=user, limits=confine.Limits(),
-                                     keep_fds={says: 3}, report_fd=theirs.fileno(), private=str(folder))
-        os.close(says)
-        assert os.read(started, 1) == b"x", f"the run never started: {ours.recv(4096)!r}"
-        run = int(Path(f"/proc/{guard}/task/{guard}/children").read_text().split()[0])
-        assert uid_of(run) == user
-        os.kill(guard, signal.SIGKILL)
-        os.waitpid(guard, 0)
-        deadline = time.monotonic() + 10
-        while _alive(run) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not _alive(run), "the run outlived its guard"
-    finally:
-        confine.kill_user(user)
-        block.close()
-        shutil.rmtree(above, ignore_errors=True)
-        for end in (ours, theirs):
-            end.close()
-        os.close(started)
-
-
-def _alive(pid: int) -> bool:
-    """pid runs (a zombie has ended)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    return "\nState:\tZ" not in status
-
-
 def _parent(pid: int) -> int:
     try:
         status = Path(f"/proc/{pid}/status").read_text()
@@ -289,7 +224,6 @@ def _parent(pid: int) -> int:
 GUESSING = ROOT / "tests" / "grading_suites" / "guessing"
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_suite_that_guesses_its_oracle_is_not_graded(tmp_path):
     """Sixteen guesses of one bit each: the wrong ones fail on every correct
@@ -319,7 +253,6 @@ def _reference_digest() -> int:
     return module.digest()
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_runs_memory_group_does_not_name_its_slot(tmp_path):
     """A run reads its memory group's path in /proc/self/cgroup.  A group

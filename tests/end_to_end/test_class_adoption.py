@@ -94,7 +94,6 @@ def adopted(tmp_path_factory):
     return interrupted, resumed, work / "graded"
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_ctrl_c_stops_ol_grade_within_seconds_with_the_results_so_far(adopted):
     interrupted, resumed, out = adopted
@@ -113,7 +112,6 @@ def test_ctrl_c_stops_ol_grade_within_seconds_with_the_results_so_far(adopted):
     assert "INCOMPLETE" not in (out / "summary.md").read_text() and rows(out)["fox"]["status"] == "not passed"
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_late_submission_loses_the_penalty_and_an_extension_lifts_it(adopted):
     _, _, out = adopted
@@ -135,7 +133,6 @@ def test_a_late_submission_loses_the_penalty_and_an_extension_lifts_it(adopted):
         "s1": "100.00", "s2": "100.00", "s3": "80.00", "s4": "100.00", "s5": "100.00", "s6": table["fox"]["points"]}
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_submission_nested_deep_in_its_archive_is_graded(adopted):
     _, _, out = adopted
@@ -145,7 +142,6 @@ def test_a_submission_nested_deep_in_its_archive_is_graded(adopted):
     assert json.loads((out / "ben.json").read_text())["ignored"] == ["Downloads/todo.txt"]
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_wrong_code_still_has_its_tests_graded(adopted):
     """fox's rope.py negates sin: 11 course tests fail, and the model answer's
@@ -160,7 +156,6 @@ def test_wrong_code_still_has_its_tests_graded(adopted):
     assert "| mutation grade | score 1.00: your tests catch" in md and "(pitfall s02)" in md
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_sigterm_stops_ol_grade_within_seconds_with_the_results_so_far(tmp_path):
     """As Ctrl-C does (above), SIGTERM (what a batch system or `kill` sends) ends ol grade within

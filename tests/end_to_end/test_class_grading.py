@@ -3,12 +3,8 @@ submissions, each graded as `ol check --ref-deps` would in that student's own
 checkout, in a private copy of the kit; the instructor's checkout and every
 other submission untouched.
 
-    reading          names unique, stable and traceable (bob/, bob.zip,
-                     bob-2.zip); every bad archive is its student's row alone
-                     (a non-UTF-8 name, a file that is also a folder, a
-                     300-character name, a million members read under a memory
-                     bound, a corrupt member, too many zip members); which files
-                     are taken and which ignored
+    reading          (no grading: tests/core/test_submissions.py, and the copy
+                     finder tests/instructor/test_copies.py)
     the class        one graded class (a module fixture, --jobs 1) covering
                      every case: passes, weak suites, a hang, a cheat, broken
                      code, a missing, a misplaced and an unparsable file, no
@@ -57,166 +53,12 @@ from helpers.gradebooks import valid_results
 from helpers.kit import DOCKER_DEFAULT, ROOT, explain, processes_with, run_ol, sampled_home, snapshot
 from helpers.processes import command_line, files_of_run_users, run_users, vote_keys
 from ol.core.archives import MAX_MEMBERS
-from ol.core.catalog import load_catalog
-from ol.core.submissions import read_submissions, student_names, take
-from ol.instructor.class_grading import copies
 from ol.instructor.class_grading.one import GradeRecord
-from ol.student.workspace import fresh_stubs, starter_test_text
 
 DEADLINE = "2026-03-01T23:59:00+00:00"
 
 
 # ---- reading submissions: fast, no grading ----------------------------------------------------------
-
-
-def test_names_are_unique_stable_and_a_made_name_never_meets_a_real_one():
-    entries = ["bob", "bob.zip", "bob-2.zip", "Carol.tar.gz", "carol", "summary", "dee dee.zip", "x" * 300 + ".zip",
-               "eve.zip"]
-    names = student_names(entries)
-    assert len(set(n.lower() for n in names.values())) == len(entries), names
-    assert names["bob-2.zip"] == "bob-2" and names["eve.zip"] == "eve"     # plain and alone: kept as they are
-    for entry in ("bob", "bob.zip", "Carol.tar.gz", "carol", "summary", "dee dee.zip", "x" * 300 + ".zip"):
-        assert "+" in names[entry] and len(names[entry]) <= 69, (entry, names[entry])
-    assert student_names(list(reversed(entries))) == names               # stable: the order does not matter
-    assert student_names(["bob", "bob.zip", "bob-2.zip", "zed"])["bob"] == names["bob"]
-
-
-def test_a_plain_tar_reads_as_its_gzipped_twin_and_is_named_by_its_stem(tmp_path):
-    files = {"python/tinyllm/modern/rope.py": b"x = 1\n", "python/tests/l7-3-rope/test_a.py": b"def test_a():\n    pass\n"}
-    write_tar(tmp_path / "ann.tar", files)
-    write_tar(tmp_path / "ben.tar.gz", files)
-    (tmp_path / "cy.tar").write_bytes(b"not a tarball" * 100)
-    read = {s.entry: s for s in read_submissions(tmp_path, MODULE)}
-    assert read["ann.tar"].files == read["ben.tar.gz"].files == files, read
-    assert read["ann.tar"].student == "ann"
-    assert read["cy.tar"].refused.startswith("cy.tar is not a readable .tar"), read["cy.tar"]
-
-
-@pytest.fixture(scope="module")
-def bad_class(tmp_path_factory) -> Path:
-    """One good entry among bad archives, each bad in its own way."""
-    folder = tmp_path_factory.mktemp("bad") / "submissions"
-    rope = {ROPE: REFERENCE_ROPE.read_bytes()}
-    write_folder(folder / "good", {**rope, **suite_files(MODEL_ANSWER)})
-    with tarfile.open(folder / "latin1.tar.gz", "w:gz", encoding="latin-1", format=tarfile.GNU_FORMAT) as archive:
-        info = tarfile.TarInfo("test_caf\xe9.py")       # latin-1 bytes: not UTF-8
-        info.size = 1
-        archive.addfile(info, io.BytesIO(b"\n"))
-    write_zip(folder / "conflict.zip", {"rope.py": b"x = 1\n", "helpers": b"", "helpers/test_y.py": b"\n"})
-    write_zip(folder / "long.zip", {"rope.py": b"x = 1\n", "test_" + "a" * 300 + ".py": b"\n"})
-    write_zip(folder / "twice.zip", {"rope.py": b"x = 1\n"})
-    with zipfile.ZipFile(folder / "twice.zip", "a") as archive:
-        with pytest.warns(UserWarning):
-            archive.writestr("rope.py", b"y = 2\n")
-    write_zip(folder / "many.zip", {f"test_{n}.py": b"\n" for n in range(MAX_MEMBERS + 1)})
-    write_bomb(folder / "bomb.tar.gz")
-    data = bytearray(Path(folder / "good" / ROPE).read_bytes() * 4)
-    write_zip(folder / "corrupt.zip", {"rope.py": bytes(data)})
-    raw = bytearray((folder / "corrupt.zip").read_bytes())
-    middle = len(raw) // 2
-    raw[middle:middle + 64] = bytes(64)                     # damage the deflated bytes, not the directory
-    (folder / "corrupt.zip").write_bytes(bytes(raw))
-    write_tar(folder / "twins.tar.gz", {"tests/test_a.py": b"\n", "l7-3-rope/test_a.py": b"\n", "rope.py": b"\n"})
-    return folder
-
-
-BAD = {   # entry: what its refusal says
-    "latin1.tar.gz": "not UTF-8", "conflict.zip": "both as a file and as a folder",
-    "long.zip": "too long for a file system", "twice.zip": "holds rope.py twice",
-    "many.zip": f"more than {MAX_MEMBERS} files and folders", "bomb.tar.gz": f"more than {MAX_MEMBERS} files",
-    "corrupt.zip": "is not a readable zip", "twins.tar.gz": "which are the same file",
-}
-
-
-def test_every_bad_archive_is_refused_for_its_student_alone(bad_class):
-    submissions = {s.entry: s for s in read_submissions(bad_class, MODULE)}
-    assert set(submissions) == {"good", *BAD}
-    assert submissions["good"].refused is None and ROPE in submissions["good"].files
-    for entry, says in BAD.items():
-        refused = submissions[entry].refused
-        assert refused and refused.startswith(entry) and says in refused, (entry, refused)
-        assert str(bad_class) not in refused, "the student is never shown the instructor's paths"
-
-
-def test_a_bomb_of_a_million_members_is_refused_within_a_small_memory_bound(bad_class, tmp_path):
-    """Read under an address-space limit of 400 MiB: reading the million
-    members (what the grader did before) needs more, and dies."""
-    program = textwrap.dedent(f"""
-        import resource, sys
-        resource.setrlimit(resource.RLIMIT_AS, (400 << 20, 400 << 20))
-        sys.path.insert(0, {str(ROOT / "python")!r})
-        from pathlib import Path
-        from ol.core.catalog import load_catalog
-        from ol.core.submissions import read_submissions
-        module = load_catalog(Path({str(ROOT)!r})).get("L7.3")
-        print(read_submissions(Path(sys.argv[1]), module)[0].refused)
-    """)
-    only_bomb = tmp_path / "one"
-    only_bomb.mkdir()
-    shutil.copy2(bad_class / "bomb.tar.gz", only_bomb / "bomb.tar.gz")
-    done = subprocess.run([sys.executable, "-c", program, str(only_bomb)], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert f"more than {MAX_MEMBERS} files and folders" in done.stdout
-
-
-def test_which_files_are_taken_and_which_ignored():
-    flat = {"rope.py": b"x = 1\n", "test_a.py": b"import helpers\n", "helpers.py": b"\n", "rope_final.py": b"\n",
-            "tests/test_b.py": b"\n", "notes.txt": b"x", "__MACOSX/._rope.py": b"\0"}
-    files, names, ignored, taken_from = take(flat, MODULE)
-    assert set(files) == {ROPE, f"{TESTS}/test_a.py", f"{TESTS}/helpers.py", f"{TESTS}/test_b.py"}
-    assert names[f"{TESTS}/test_b.py"] == "tests/test_b.py" and taken_from == ""
-    assert ignored == ["__MACOSX/._rope.py", "notes.txt", "rope_final.py"]
-    inside_a_folder = {f"ann/{TESTS}/test_a.py": b"\n", "ann/rope.py": b"x\n", "ann/src/other.py": b"\n"}
-    files, names, ignored, taken_from = take(inside_a_folder, MODULE)
-    assert set(files) == {ROPE, f"{TESTS}/test_a.py"} and names[ROPE] == "ann/rope.py"
-    assert ignored == ["ann/src/other.py"] and taken_from == "", "one top folder is the usual zip of a folder"
-
-
-def test_files_at_any_depth_are_taken_and_the_reason_says_from_where(tmp_path):
-    """The instructor's tarball: Downloads/L7.3 submission/python/... (spaces
-    and all) beside an unrelated file.  Every file named as the checkout names
-    it is taken; none is listed as ignored; the row says from where."""
-    top = "Downloads/L7.3 submission/"
-    files = {ROPE: REFERENCE_ROPE.read_bytes(), **suite_files(MODEL_ANSWER)}
-    folder = tmp_path / "class"
-    folder.mkdir()
-    write_tar(folder / "nested.tar.gz", {top + name: data for name, data in files.items()}
-              | {"Downloads/todo.txt": b"submit\n"})
-    write_folder(folder / "split", {"work/src/rope.py": REFERENCE_ROPE.read_bytes(),
-                                    **suite_files(MODEL_ANSWER, "work/tests")})
-    write_zip(folder / "twice.zip", {"a/rope.py": b"x = 1\n", "b/c/rope.py": b"x = 2\n"})
-    taken = {s.entry: s for s in read_submissions(folder, MODULE)}
-    nested = taken["nested.tar.gz"]
-    assert nested.refused is None and nested.files == files, sorted(nested.files)
-    assert nested.ignored == ["Downloads/todo.txt"], "no file the student named correctly is listed as ignored"
-    assert nested.taken_from == f"files taken from {top}"
-    split = taken["split"]
-    assert split.files == files and split.taken_from == "rope.py taken from work/src/, tests taken from work/tests/"
-    assert taken["twice.zip"].refused == "twice.zip holds two rope.py (a/rope.py and b/c/rope.py) and the grader " \
-                                         "cannot tell which is your work; keep one"
-
-
-def test_the_copy_finder_sees_copies_but_not_honest_suites():
-    def read(folder: Path) -> str:
-        return "\n".join(p.read_text() for p in sorted(folder.glob("*.py")))
-
-    suites = {name: read(CALIBRATION / f"l7-3-suite-{name[-1]}") for name in ("honest-a", "honest-b", "honest-c")}
-    suites["model"] = read(MODEL_ANSWER)
-    suites["copy-of-a"] = suites["honest-a"]
-    suites["renamed-b"] = renamed(suites["honest-b"])
-    assert suites["renamed-b"] != suites["honest-b"] and "def test_renamed_0" in suites["renamed-b"]
-    compile(suites["renamed-b"], "renamed", "exec")
-    starter = {"tests": starter_test_text(ROOT, MODULE, load_catalog(ROOT)),
-               "code": "\n".join(fresh_stubs(ROOT, MODULE).values())}
-    pairs = copies.similar_pairs({name: {"tests": text} for name, text in suites.items()}, starter=starter)
-    found = {(p.first, p.second): p for p in pairs}
-    assert found.pop(("copy-of-a", "honest-a")).identical
-    assert found.pop(("honest-b", "renamed-b")).similarity >= 0.9
-    assert not found, f"honest suites listed as alike: {found}"
-    # what everyone is given does not make two students alike
-    assert not copies.similar_pairs({"x": {"tests": starter["tests"] + "\n\ndef test_x():\n    assert 1\n"},
-                                     "y": {"tests": starter["tests"] + "\n\ndef test_y():\n    assert 2\n"}},
-                                    starter=starter)
 
 
 # ---- the class -------------------------------------------------------------------------------------
@@ -345,7 +187,6 @@ def graded(synthetic_class, class_home, tmp_path_factory):
     return work / "graded", r
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_every_row_says_what_happened_and_why(graded):
     out, r = graded
@@ -368,7 +209,6 @@ def test_every_row_says_what_happened_and_why(graded):
     assert not (ROOT / "ol-cheat-was-here").exists() and not processes_with("31416")
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_names_sources_and_the_same_files_graded_once(graded):
     out, _ = graded
@@ -390,7 +230,6 @@ def test_names_sources_and_the_same_files_graded_once(graded):
     assert summary["student"] != "summary" and (out / "summary.md").read_text().startswith("# L7.3")
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_points_follow_the_stated_rule_rounded_down(graded):
     """points before penalty = 40 x course + 50 x caught/counted + 10 x pitfalls
@@ -413,7 +252,6 @@ def test_points_follow_the_stated_rule_rounded_down(graded):
         assert row["points"] == f"{float(max(0, expect - penalty)):.2f}", row
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_submitted_late_ids_and_the_export(graded):
     out, r = graded
@@ -433,7 +271,6 @@ def test_submitted_late_ids_and_the_export(graded):
     assert "late: 2 (submitted after 2026-03-01T23:59+00:00)" in (out / "summary.md").read_text()
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_only_grades_the_named_again_and_keeps_the_rest(graded, synthetic_class, class_home):
     out, _ = graded
@@ -457,7 +294,6 @@ def test_only_grades_the_named_again_and_keeps_the_rest(graded, synthetic_class,
     assert r.returncode == 2 and "--export plain needs --manifest" in r.stderr, explain(r)
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_each_student_gets_a_report_in_their_own_words(graded, synthetic_class):
     out, _ = graded
@@ -475,7 +311,6 @@ def test_each_student_gets_a_report_in_their_own_words(graded, synthetic_class):
     assert "- ignored (not part of L7.3): notes.txt, rope_final.py" in (out / "dee.md").read_text()
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_feedback_levels_hand_back_less_or_more(graded, tmp_path):
     from ol.instructor.class_grading.checkout import catalog_pitfalls, graded_source
@@ -504,7 +339,6 @@ def test_feedback_levels_hand_back_less_or_more(graded, tmp_path):
     assert fault.error == "the grader failed: boom" and "boom" not in fault.reason
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_the_reports_open_in_a_browser(graded):
     from playwright.sync_api import sync_playwright
@@ -531,7 +365,6 @@ def test_the_reports_open_in_a_browser(graded):
             browser.close()
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_summary_uses_the_words_and_lists_copies_to_look_at(graded):
     out, _ = graded
@@ -568,14 +401,13 @@ def readme_sample(out: Path, stdout: str) -> str:
     return "\n".join("    " + line for line in lines) + "\n"
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_the_readme_sample_is_this_run(graded):
     """OL_WRITE_README=1 writes the sample into README.md from this run."""
     out, r = graded
     sample = readme_sample(out, r.stdout.splitlines()[-1])
     readme = (ROOT / "README.md").read_text()
-    begin, end = "<!-- sample: tests/test_class_grading.py -->\n\n", "\n<!-- end of sample -->"
+    begin, end = "<!-- sample: tests/end_to_end/test_class_grading.py -->\n\n", "\n<!-- end of sample -->"
     assert begin in readme and end in readme, "the README marks where its ol grade sample goes"
     before, rest = readme.split(begin)
     current, after = rest.split(end)
@@ -587,7 +419,6 @@ def test_the_readme_sample_is_this_run(graded):
         assert word in current and word in (out / "summary.md").read_text()
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_grading_twice_or_side_by_side_gives_the_same_rows(graded, synthetic_class, class_home, tmp_path):
     """A second run keeps every row; --jobs 2 on part of the class (five
@@ -655,7 +486,6 @@ def ray_head(tmp_path, class_home):
         shutil.rmtree(temp, ignore_errors=True)
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_class_graded_on_ray_gets_the_rows_of_this_machine(ray_head, graded, synthetic_class, tmp_path):
     address, env = ray_head
@@ -684,7 +514,6 @@ def maximum_of(test: dict) -> float:
     return test["max_score"] if "max_score" in test else float(said.group(1)) if said else 0.0
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_gradescope_shows_the_class_as_ol_grade_does(graded):
     """Each record of the class as results.json: the maximum always the
@@ -797,7 +626,6 @@ def play(root: Path, home: Path, files: dict[str, bytes], env: dict | None = Non
     return data
 
 
-@pytest.mark.slow
 def test_setup_installs_python_and_exactly_the_locked_packages(gradescope_root):
     root, apt_log, _ = gradescope_root
     assert "install" in apt_log and "python3.11 python3.11-venv" in apt_log, apt_log
@@ -814,7 +642,6 @@ def test_setup_installs_python_and_exactly_the_locked_packages(gradescope_root):
     assert set(installed) - {pin.split("==")[0] for pin in lock} <= {"pip", "setuptools", "wheel"}, installed
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_gradescope_as_gradescope_runs_it(gradescope_root, graded):
     root, _, home = gradescope_root
@@ -835,7 +662,6 @@ def test_gradescope_as_gradescope_runs_it(gradescope_root, graded):
     assert after == witnesses, "a submission searched for witnesses that setup.sh had found"
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_gradescope_writes_results_whatever_happens(gradescope_root, tmp_path):
     root, _, home = gradescope_root
@@ -867,7 +693,6 @@ def test_gradescope_writes_results_whatever_happens(gradescope_root, tmp_path):
     assert "FileNotFoundError" in crashed["output"]
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_gradescope_where_namespaces_are_refused(gradescope_root, tmp_path):
     """The bundle as Gradescope runs it in a container with Docker's default
@@ -914,12 +739,11 @@ def test_gradescope_where_namespaces_are_refused(gradescope_root, tmp_path):
     assert vote_keys() == before_keys, "a run left a key in the kernel's keyrings"
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_gradescope_keeps_no_memo_in_access_times(gradescope_root, tmp_path):
     """Confined by uid in the bundle as Gradescope runs it: a suite whose
     first run leaves its digest in the access times of files it may read
-    (tests/test_channels.py) learns nothing in any later run."""
+    (tests/end_to_end/test_channels.py) learns nothing in any later run."""
 
     root, _, home = gradescope_root
     caches = sorted((home / ".cache" / "tinyllm-ol").glob("mutants-*.json"))
