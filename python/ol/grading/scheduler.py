@@ -42,7 +42,7 @@ from pathlib import Path
 from ol.core.removal import remove_tree
 from ol.grading.protocol import NotesStream, RunEnd, RunRequest
 from ol.grading.sandbox import confine
-from ol.grading.sandbox.collector_link import CollectorLink
+from ol.grading.sandbox.collector_link import ISOLATE, CollectorLink, NotCollected
 from ol.grading.sandbox.memory import MemoryBound
 from ol.grading.sandbox.warm_link import OL_PACKAGE, READY_TIMEOUT, Sandbox, SandboxFault, Setup, make_scratch, runtime_copy
 
@@ -304,12 +304,12 @@ class Scheduler:
                                       self.users.draw(), self.memory_fd(impl_slot(slot), renamed=not run.impl.trusted))
             if self.sharing == "shared" and request.task == "grade":
                 side = self._collector(tests, run)
-                if side.problem == {"problem": "isolate"}:
+                if side.problem == ISOLATE:
                     # the suite calls the code under test while it is imported: that needs a
                     # variant at collection, so from now on it is collected in every run
                     self.sharing, side = "isolated", tests
                 elif side.problem is not None:   # the suite does not collect: every run says so
-                    item = _Active(run, slot, side, Unrun(side.problem_exit, side.problem), impl_end)
+                    item = _Active(run, slot, side, Unrun(side.problem), impl_end)
                     item.impl_stop_sent = True
                     impl_end.stop()
                     return item
@@ -342,10 +342,10 @@ class Unrun:
     """The tests' side of a run that never started: the suite did not
     collect, and every run says so."""
 
-    def __init__(self, exit: int, problem: dict):
-        self.end = RunEnd(exit=exit)
+    def __init__(self, problem: NotCollected):
+        self.end = RunEnd(exit=problem.exit)
         self.stream = NotesStream()
-        self.stream.lines.append(dict(problem))
+        self.stream.lines.append(problem.note())
 
     def watched(self) -> list:
         return []

@@ -10,12 +10,35 @@ import secrets
 import select
 import socket
 import time
+from dataclasses import dataclass
 
 from ol.grading import protocol
-from ol.grading.protocol import FrameReader, NotesStream, RunEnd, RunRequest
+from ol.grading.protocol import EXIT_COLLECT, EXIT_EMPTY, FrameReader, NotesStream, RunEnd, RunRequest
 from ol.grading.sandbox import confine
 from ol.grading.sandbox.warm_link import Sandbox, SandboxFault
 from ol.grading.wire import read_available
+
+
+@dataclass(frozen=True)
+class NotCollected:
+    """Why the collected suite serves no run: every run then ends with `exit`
+    and carries note() among its notes, as an isolated run that met the same
+    problem would say it.  `isolate` is no fault of the suite: it calls the
+    code under test while it is imported, so it must be collected in each run."""
+
+    kind: str      # "isolate", "empty" or "collect"
+    exit: int      # EXIT_COLLECT, or EXIT_EMPTY for a suite without a test
+    detail: str = ""
+
+    @classmethod
+    def collecting(cls, detail: str) -> NotCollected:
+        return cls("collect", EXIT_COLLECT, detail)
+
+    def note(self) -> dict:
+        return {"problem": self.kind, **({"detail": self.detail} if self.detail else {})}
+
+
+ISOLATE, EMPTY = NotCollected("isolate", EXIT_COLLECT), NotCollected("empty", EXIT_EMPTY)
 
 
 class SuiteBroke(Exception):
@@ -90,8 +113,7 @@ class CollectorLink:
         self.runs: dict[int, CollectedRun] = {}
         self.collected: list[str] = []   # the suite's test ids, in running order
         self.filed: list[str] = []       # the same, in file order
-        self.problem: dict | None = None
-        self.problem_exit = 0
+        self.problem: NotCollected | None = None
         self._await_collection(collect_seconds)
 
     def _await_collection(self, seconds: float) -> None:
@@ -100,9 +122,9 @@ class CollectorLink:
             watched = [self.control, *self.own.watched()]
             ready, _, _ = select.select(watched, [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
-                self.problem, self.problem_exit = {"problem": "collect", "detail": (
+                self.problem = NotCollected.collecting(
                     f"collecting your tests took longer than {seconds:.0f} s: look for a loop or a long "
-                    "computation at module level (outside any test function)")}, 3
+                    "computation at module level (outside any test function)")
                 return
             self.own.take(ready)
             if self.own.end is not None and self.control not in ready and not self._pending_frame():
@@ -116,15 +138,15 @@ class CollectorLink:
                         return
                     kind, detail = protocol.problem(frame)
                     if kind == "isolate":
-                        self.problem, self.problem_exit = {"problem": "isolate"}, 3
+                        self.problem = ISOLATE
                     elif kind == "empty":
-                        self.problem, self.problem_exit = {"problem": "empty"}, 4
+                        self.problem = EMPTY
                     else:   # a collection error, or threads left running by it
-                        self.problem, self.problem_exit = {"problem": "collect", "detail": detail or kind}, 3
+                        self.problem = NotCollected.collecting(detail or kind)
                     return
                 if self.frames.broken:
-                    self.problem, self.problem_exit = {"problem": "collect", "detail": (
-                        "your tests wrote into the grader's own connection while being collected")}, 3
+                    self.problem = NotCollected.collecting(
+                        "your tests wrote into the grader's own connection while being collected")
                     return
 
     def _frames(self) -> list[protocol.Frame]:
