@@ -33,7 +33,7 @@ from ol.grading.grader import PASSED, TIMEOUT, Grader, SuiteProblem
 from ol.grading.html_report import to_html
 from ol.grading.mutants import _generate, build_mutant_set, load_pitfalls
 from ol.grading.protocol import RunRequest
-from ol.grading.recheck import VerdictCache
+from ol.grading.verdict_cache import VerdictCache
 from ol.grading.report import to_json, to_text
 from ol.grading.scheduler import Run
 from ol.grading.session import GradingSession, read_folder

@@ -1,6 +1,6 @@
 """Kit tests of ol.grading.suite_code: which code each test can run, as a
 digest.  A re-check keeps a kill while its test's digest is unchanged
-(ol.grading.recheck), so an edit must change the digest of every test that
+(ol.grading.verdict_cache), so an edit must change the digest of every test that
 can run the edited code, and of no other."""
 
 from __future__ import annotations

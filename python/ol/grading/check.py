@@ -48,7 +48,7 @@ from ol.grading.events import OnEvent, StageEnded, Unconfined
 from ol.grading.features import feature_floors
 from ol.grading.floors import function_floors
 from ol.grading.grader import FAILED, NOT_IMPORTED, NOT_RUN, REFUSED, CourseRun, Grader, SuiteProblem, Verdict
-from ol.grading.recheck import VerdictCache, code_digest
+from ol.grading.verdict_cache import VerdictCache, code_digest
 from ol.grading.rejected import rejected_tests
 from ol.grading.sandbox import clone, confine
 from ol.grading.sandbox.collector_link import SuiteBroke
@@ -227,7 +227,7 @@ def check_module(root: Path, module_id: str, request: CheckRequest = CheckReques
       confinement, and where the collector can clone3 its runs
       (clone.usable()); "isolated" (every run collects it afresh: the
       instructor's grade) otherwise;
-    - the verdict cache (ol.grading.recheck: a re-check runs only what an
+    - the verdict cache (ol.grading.verdict_cache: a re-check runs only what an
       edit can change): read and written only by a shared check that is not
       fresh, so an isolated grade never reads .ol/verdicts.
 

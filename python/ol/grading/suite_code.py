@@ -1,6 +1,6 @@
 """Which code each test of a suite can run, as one digest per test: a kill
 carries over to the next check while that digest is the same
-(ol.grading.recheck).
+(ol.grading.verdict_cache).
 
 A test's digest covers
 
