@@ -211,7 +211,8 @@ class GradingSession:
         fixtures, the library, and the grader's own code."""
         digest = hashlib.sha256()
         grading = Path(__file__).resolve().parent
-        paths = [grading.glob("*.py"), [grading.parent / "core" / "test_folder.py"]]   # the grader's code, its test-folder rules
+        # the grader's code, sandbox/ included, and its test-folder rules
+        paths = [grading.rglob("*.py"), [grading.parent / "core" / "test_folder.py"]]
         for path in sorted(p for group in paths for p in group):
             digest.update(path.read_bytes())
         for relative in ("course/catalog.toml", self.grading.pitfalls, self.grading.equivalent,
