@@ -383,6 +383,32 @@ def test_an_endless_loop_at_import_does_not_hang_the_check(tmp_path):
     assert "collecting" in " ".join(result.problems)
 
 
+@pytest.mark.slow
+@pytest.mark.needs_confinement
+def test_a_suite_that_calls_the_code_at_import_is_collected_in_every_run_and_graded(tmp_path):
+    """The shared check collects the suite once, with no variant loaded: a
+    module-level call of the code under test cannot be answered there, so the
+    collector says "isolate" (NotCollected) and the suite is collected afresh
+    in every run instead.  It is graded as in the isolated check, never
+    "does not collect"; a suite that fails to import for its own reasons is
+    (the next test's sibling, test_an_endless_loop_at_import...)."""
+    suite = write_suite(tmp_path / "l7-3-rope", """
+        COS, SIN = rope_cos_sin(0, [1.0, 0.5])   # at import: no variant is loaded in the shared collector
+
+        def test_at_position_zero_cos_is_one_and_sin_zero():
+            np.testing.assert_allclose(COS.data, [1.0, 1.0])
+            np.testing.assert_allclose(SIN.data, [0.0, 0.0], atol=1e-12)
+    """)
+    shutil.copytree(MODEL_ANSWER, suite, dirs_exist_ok=True)
+    session = GradingSession(ROOT, "L7.3")
+    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::20])
+    shared = grade(suite, session=session)
+    isolated = grade(suite, session=session, isolated=True)
+    assert shared.reason is None and shared.passed and shared.graded_tests == shared.tests, (shared.reason,
+                                                                                             shared.problems)
+    assert (shared.killed, shared.score) == (isolated.killed, isolated.score)
+
+
 @pytest.mark.needs_confinement
 def test_system_exit_in_a_test_is_a_failure_not_an_escape(tmp_path):
     suite = write_suite(tmp_path / "l7-3-rope", """

@@ -43,7 +43,6 @@ import os
 import platform
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -476,42 +475,6 @@ def test_a_fault_of_the_grader_is_an_error_with_no_score(victim, sampled, tmp_pa
                      session=sampled, on_event=on_event)
     assert on_event.seen["killed"], f"no {victim} was found to kill"
     nothing_left(before)
-
-
-@pytest.mark.parametrize("side", ["warm process", "collected suite"])
-def test_a_side_that_ended_between_runs_is_a_fault_of_the_grader_not_a_broken_pipe(side):
-    """A warm process or the collected suite that ends between two runs (the
-    kill above, timed just so) leaves a socket whose other end is gone: the
-    next run's frame must be a SandboxFault naming what ended, which
-    check_module turns into GradingFault; a bare BrokenPipeError escaped."""
-    from types import SimpleNamespace
-
-    from ol.grading.sandbox.collector_link import CollectorLink
-    from ol.grading.sandbox.warm_link import Sandbox, SandboxFault
-
-    ours, gone = socket.socketpair()
-    gone.close()
-    channel, other = socket.socketpair()
-    if side == "warm process":
-        ended = object.__new__(Sandbox)
-        ended.process = subprocess.Popen(["true"], stderr=subprocess.PIPE)
-        ended.process.wait()
-        ended.control, ended.stderr, ended.setup = ours, bytearray(), SimpleNamespace(role="tests")
-        expected = "the tests sandbox failed: it could not be sent a run"
-    else:
-        ended = object.__new__(CollectorLink)
-        ended.control, ended.collected, ended.runs = ours, [], {}
-        expected = "the process holding your collected tests could not be sent a run"
-    try:
-        with pytest.raises(SandboxFault, match=expected):
-            ended.start_run(RunRequest(suite="student"), channel, os.getuid())
-        if side == "collected suite":
-            assert ended.runs == {}, "a run that never started keeps no notes socket"
-    finally:
-        for sock in (ours, channel, other):
-            sock.close()
-        if side == "warm process":
-            ended.process.stderr.close()
 
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])

@@ -26,16 +26,16 @@ class NotCollected:
     problem would say it.  `isolate` is no fault of the suite: it calls the
     code under test while it is imported, so it must be collected in each run."""
 
-    kind: str      # "isolate", "empty" or "collect"
-    exit: int      # EXIT_COLLECT, or EXIT_EMPTY for a suite without a test
-    detail: str = ""
+    kind: str                  # "isolate", "empty" or "collect"
+    exit: int                  # EXIT_COLLECT, or EXIT_EMPTY for a suite without a test
+    detail: str | None = None  # what pytest said, for "collect" (the suite's own words: may be "")
 
     @classmethod
     def collecting(cls, detail: str) -> NotCollected:
         return cls("collect", EXIT_COLLECT, detail)
 
     def note(self) -> dict:
-        return {"problem": self.kind, **({"detail": self.detail} if self.detail else {})}
+        return {"problem": self.kind, **({"detail": self.detail} if self.detail is not None else {})}
 
 
 ISOLATE, EMPTY = NotCollected("isolate", EXIT_COLLECT), NotCollected("empty", EXIT_EMPTY)
