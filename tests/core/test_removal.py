@@ -36,8 +36,9 @@ def deep_tree(top, depth: int):
 def test_a_tree_deeper_than_python_recurses_is_removed(tmp_path):
     depth = sys.getrecursionlimit() + 200
     deep_tree(tmp_path / "copy", depth)
-    with pytest.raises(RecursionError):          # what the grader did before: the run's tree outlives it
-        shutil.rmtree(tmp_path / "copy")
+    if sys.version_info < (3, 12, 4):              # shutil.rmtree recursed until CPython 3.12.4 (gh-89727)
+        with pytest.raises(RecursionError):      # what the grader did before: the run's tree outlived it
+            shutil.rmtree(tmp_path / "copy")
     assert remove_tree(tmp_path / "copy") is None  # (pytest's own clean-up of tmp_path would meet it too)
     deep_tree(tmp_path / "tree", depth)
     assert remove_tree(tmp_path / "tree") is None
@@ -94,10 +95,10 @@ def test_what_cannot_be_removed_is_said_not_raised():
         finally:
             os._exit(code)
     os.close(write)
-    with os.fdopen(read) as pipe:
-        said, left = json.loads(pipe.read())
-    os.waitpid(pid, 0)
     try:
+        with os.fdopen(read) as pipe:
+            said, left = json.loads(pipe.read() or '["raised", "the child wrote nothing"]')
+        os.waitpid(pid, 0)
         assert said != "raised", left
         assert said is not None and "file.txt" in said and left, (said, left)
     finally:

@@ -699,7 +699,7 @@ def test_gradescope_where_namespaces_are_refused(gradescope_root, tmp_path):
     profile (tests/helpers/docker_default.py: root, namespaces refused; bubblewrap
     cannot start).  The autograder confines each run as a user of its own
     and says so in results.json: the honest submission gets full marks;
-    every cheat that reaches beyond its run (test_REACHING_OUT: the
+    every cheat that reaches beyond its run (helpers.cheats.REACHING_OUT: the
     keyring ones and the results.json forger among them; ol grade meets the
     whole gallery in this confinement) passes nothing and gains nothing; no
     run writes into results/, and no process, file or key of a run is left.  Graded against

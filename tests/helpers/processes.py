@@ -74,7 +74,7 @@ def uid_of(pid: int) -> int:
 
 
 def owner_alive(scratch: Path) -> bool:
-    """Whether the `ol` that made a scratch folder (sandbox.make_scratch: its
+    """Whether the `ol` that made a scratch folder (warm_link.make_scratch: its
     pid in `owner`) still runs: another check on this machine, not ours."""
     try:
         os.kill(int((scratch / "owner").read_text()), 0)

@@ -65,7 +65,11 @@ def test_a_check_runs_to_its_end_with_its_output():
 def test_stop_ends_every_check_and_what_it_started_and_each_waiter_is_interrupted(tmp_path):
     processes = CheckProcesses()
     waiting = [in_thread(processes, WITH_A_CHILD.format(pid_file=str(tmp_path / "pid"))), in_thread(processes, DEAF)]
-    wait_for(lambda: len(processes._running) == 2)
+    try:
+        wait_for(lambda: len(processes._running) == 2)
+    except AssertionError:
+        processes.stop()                             # nothing left running past a failure here
+        raise
     checks = list(processes._running)
     time.sleep(0.5)                                   # the first has started its child
     started = time.monotonic()
@@ -82,14 +86,21 @@ def test_stop_ends_every_check_and_what_it_started_and_each_waiter_is_interrupte
 def test_the_child_a_check_left_is_ended_with_it(tmp_path):
     processes = CheckProcesses()
     said = in_thread(processes, WITH_A_CHILD.format(pid_file=str(tmp_path / "pid")))
-    wait_for(lambda: (tmp_path / "pid").is_file() and (tmp_path / "pid").read_text())
-    child = int((tmp_path / "pid").read_text())
-    assert alive(child)
-    processes.stop()
+    try:
+        wait_for(lambda: (tmp_path / "pid").is_file() and (tmp_path / "pid").read_text())
+        child = int((tmp_path / "pid").read_text())
+        assert alive(child)
+    finally:
+        processes.stop()
     said["thread"].join(timeout=30)
     wait_for(lambda: not alive(child), seconds=STOP_GRACE + 5)
 
 
-def test_a_check_past_its_time_is_killed_with_its_group():
+def test_a_check_past_its_time_is_killed_with_its_group(tmp_path):
+    """The check ignores SIGTERM and has a child: both are gone once run() raises."""
+    program = WITH_A_CHILD.format(pid_file=str(tmp_path / "pid")).replace(
+        "import subprocess, sys, time\n", "import signal, subprocess, sys, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n")
     with pytest.raises(subprocess.TimeoutExpired):
-        CheckProcesses().run([sys.executable, "-c", DEAF], cwd=None, env=dict(os.environ), timeout=1)
+        CheckProcesses().run([sys.executable, "-c", program], cwd=None, env=dict(os.environ), timeout=2)
+    child = int((tmp_path / "pid").read_text())
+    wait_for(lambda: not alive(child), seconds=5)

@@ -5,7 +5,7 @@ records how each run ended.
 For one run the observer makes a socket pair, hands one end to a fresh
 implementation run (it knows the variant) and the other to a fresh tests run
 (it knows nothing but the suite), and waits.  Each side's notes and its end
-come straight back here (sandbox.RunEnds): the warm processes that fork the
+come straight back here (warm_link.RunEnds): the warm processes that fork the
 runs never hold them.  The outcome is what this process observes: the exit
 status the run's guard saw, or the deadline that this process measured
 passing first.  Nothing a run writes can name the job it belongs to: the

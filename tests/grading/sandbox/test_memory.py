@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +27,10 @@ def bound():
     if not made.groups:
         made.close()
         pytest.skip(f"no memory cgroup can be made here: the bound is {made.describe()!r}")
+    if made.how == "cgroup v1" and not (made.groups[0] / "memory.memsw.limit_in_bytes").exists() \
+            and Path("/proc/swaps").read_text().count("\n") > 1:
+        made.close()
+        pytest.skip("cgroup v1 without swap accounting, and swap on: a run past its bound swaps instead of ending")
     yield made
     made.close()
 
