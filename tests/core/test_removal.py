@@ -5,7 +5,6 @@ what it could not remove."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.forked import in_a_child
 from ol.core.removal import remove_tree
 
 
@@ -72,34 +72,22 @@ def test_what_cannot_be_removed_is_said_not_raised():
     folder of /var/tmp that user may reach)."""
     top = Path(tempfile.mkdtemp(prefix="ol-test-removal-", dir="/var/tmp"))
     top.chmod(0o777)
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            os.close(read)
-            if os.geteuid() == 0:
-                os.setgid(65534)
-                os.setuid(65534)
-            tree = top / "tree"
-            (tree / "held").mkdir(parents=True)
-            (tree / "held" / "file.txt").write_text("x")
-            os.chmod(tree / "held", 0o500)
-            said = remove_tree(tree)
-            left = (tree / "held" / "file.txt").exists()
-            os.chmod(tree / "held", 0o700)
-            os.write(write, json.dumps([said, left]).encode())
-        except BaseException as error:   # noqa: BLE001  (the parent shows it)
-            os.write(write, json.dumps(["raised", repr(error)]).encode())
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write)
+
+    def body() -> list:
+        if os.geteuid() == 0:
+            os.setgid(65534)
+            os.setuid(65534)
+        tree = top / "tree"
+        (tree / "held").mkdir(parents=True)
+        (tree / "held" / "file.txt").write_text("x")
+        os.chmod(tree / "held", 0o500)
+        said = remove_tree(tree)
+        left = (tree / "held" / "file.txt").exists()
+        os.chmod(tree / "held", 0o700)
+        return [said, left]
+
     try:
-        with os.fdopen(read) as pipe:
-            said, left = json.loads(pipe.read() or '["raised", "the child wrote nothing"]')
-        os.waitpid(pid, 0)
-        assert said != "raised", left
+        said, left = in_a_child(body)
         assert said is not None and "file.txt" in said and left, (said, left)
     finally:
         assert remove_tree(top) is None

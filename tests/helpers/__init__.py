@@ -11,4 +11,5 @@ holds the hooks and fixtures):
     sessions.py         grading sessions with a sample of the mutants; a warm check held equal to a cold one
     classes.py          a class of synthetic submissions for `ol grade`: paths, writers, renamed copies
     gradebooks.py       what Canvas and Gradescope read from ol's exports, as their importers read it
+    forked.py           a function run in a forked child, for what a process cannot undo; its answer
 """

@@ -6,12 +6,12 @@ lifted), which reports what each access gave, before and after."""
 from __future__ import annotations
 
 import errno
-import json
 import os
 from pathlib import Path
 
 import pytest
 
+from helpers.forked import in_a_child
 from ol.grading.sandbox import landlock, syscalls
 
 pytestmark = pytest.mark.skipif(landlock.abi() < 1, reason="this kernel has no Landlock")
@@ -42,30 +42,15 @@ def accesses(folders: dict[str, Path]) -> dict[str, int]:
 
 
 def restricted(folders: dict[str, Path]) -> dict:
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            os.close(read)
-            before = accesses(folders)
-            for name in ("new.txt",):
-                for folder in (folders["readable"], folders["writable"]):
-                    (folder / name).unlink(missing_ok=True)
-            assert syscalls.libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
-            landlock.restrict(readable=[str(folders["readable"])], writable=[str(folders["writable"])])
-            os.write(write, json.dumps({"before": before, "after": accesses(folders)}).encode())
-        except BaseException as error:   # noqa: BLE001  (the parent shows it)
-            os.write(write, json.dumps({"error": repr(error)}).encode())
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        answer = json.loads(pipe.read() or b"{}")
-    os.waitpid(pid, 0)
-    assert "error" not in answer, answer["error"]
-    return answer
+    """What each access gave before and after a restriction, in a forked child."""
+    def body() -> dict:
+        before = accesses(folders)
+        for folder in (folders["readable"], folders["writable"]):
+            (folder / "new.txt").unlink(missing_ok=True)
+        assert syscalls.libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+        landlock.restrict(readable=[str(folders["readable"])], writable=[str(folders["writable"])])
+        return {"before": before, "after": accesses(folders)}
+    return in_a_child(body)
 
 
 def test_a_restricted_process_reads_and_writes_only_where_it_was_let(tmp_path):

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import json
 import os
 import platform
 import socket
 
 import pytest
 
+from helpers.forked import in_a_child
 from ol.grading.sandbox import syscalls
 
 pytestmark = pytest.mark.skipif(not syscalls.supported(), reason=f"no filter is built for {platform.machine()}")
@@ -57,28 +57,6 @@ def calls() -> dict[str, int]:
     except OSError as error:
         said["socketpair"] = error.errno
     return said
-
-
-def in_a_child(body) -> dict:
-    """body()'s JSON-able answer, computed in a forked child (whose filter dies with it)."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            os.close(read)
-            os.write(write, json.dumps(body()).encode())
-        except BaseException as error:   # noqa: BLE001  (the parent shows it)
-            os.write(write, json.dumps({"error": repr(error)}).encode())
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        answer = json.loads(pipe.read() or b"{}")
-    os.waitpid(pid, 0)
-    assert "error" not in answer, answer["error"]
-    return answer
 
 
 def filtered(names: tuple[str, ...]):
