@@ -80,6 +80,19 @@ print(json.dumps(result.to_json()))
 """
 
 
+def graded_by_uid(suite: Path, tmp_path: Path, every: int) -> dict:
+    """`suite` graded L7.3 by `ol check --isolated`'s engine in Docker's default profile (confined by
+    uid), against every pitfall and every `every`th mutant: its record, once it has a score."""
+    driver = GRADE_IN_PROCESS.format(python=str(ROOT / "python"), tests=str(ROOT / "tests"), module="L7.3",
+                                     root=str(ROOT), suite=str(suite), every=every)
+    r = subprocess.run([*DOCKER_DEFAULT, sys.executable, "-c", driver], capture_output=True, text=True,
+                       timeout=1800, cwd=tmp_path, env=dict(os.environ, TMPDIR=str(tmp_path)))
+    assert r.returncode == 0, explain(r)
+    record = json.loads(r.stdout.strip().splitlines()[-1])
+    assert record["confinement"] == confine.BY_UID and record["score"] is not None, record
+    return record
+
+
 # Every run of the order attack sleeps about 2.5 s (its duration probes): a few mutants of each module
 # are enough, with every pitfall and every correct run beside them.
 ORDER_SAMPLE = {"L7.4": 100, "L7.5": 50}
@@ -111,14 +124,7 @@ def test_a_memo_in_access_times_carries_nothing_in_ol_check(tmp_path):
     engine: the first run may read files to leave its digest in their
     access times, and no later run finds it."""
     suite = channel_suite("L7.3", ["memo"], tmp_path, writers=False)
-    driver = GRADE_IN_PROCESS.format(python=str(ROOT / "python"), tests=str(ROOT / "tests"), module="L7.3",
-                                     root=str(ROOT), suite=str(suite), every=40)
-    r = subprocess.run([*DOCKER_DEFAULT, sys.executable, "-c", driver], capture_output=True, text=True,
-                       timeout=1800, cwd=tmp_path, env=dict(os.environ, TMPDIR=str(tmp_path)))
-    assert r.returncode == 0, explain(r)
-    record = json.loads(r.stdout.strip().splitlines()[-1])
-    assert record["confinement"] == confine.BY_UID and record["score"] is not None, record
-    judge_learnt_nothing(record)
+    judge_learnt_nothing(graded_by_uid(suite, tmp_path, every=40))
 
 
 @pytest.mark.needs_confinement
@@ -158,13 +164,7 @@ def test_what_a_run_leaves_is_cleaned_up_and_reached_by_no_other_run(tmp_path):
     no file, no scratch folder."""
 
     before = set(Path(tmp_path).glob("ol-sandbox-*"))
-    driver = GRADE_IN_PROCESS.format(python=str(ROOT / "python"), tests=str(ROOT / "tests"), module="L7.3",
-                                     root=str(ROOT), suite=str(LEFTOVERS), every=120)
-    r = subprocess.run([*DOCKER_DEFAULT, sys.executable, "-c", driver], capture_output=True, text=True,
-                       timeout=1800, cwd=tmp_path, env=dict(os.environ, TMPDIR=str(tmp_path)))
-    assert r.returncode == 0, explain(r)
-    record = json.loads(r.stdout.strip().splitlines()[-1])
-    assert record["confinement"] == confine.BY_UID and record["score"] is not None, record
+    record = graded_by_uid(LEFTOVERS, tmp_path, every=120)
     assert record["tests"] == record["graded_tests"] == 4, record["rejected"]
     assert not run_users(), "a process of a run's user outlived the check"
     assert not files_of_run_users(str(tmp_path), "/tmp", "/var/tmp", "/dev/shm"), "a run's file was left"
