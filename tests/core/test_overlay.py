@@ -1,21 +1,15 @@
-"""Kit tests of ol.core.overlay and its pytest plugin: exact module names come from
-the mapped source, everything else imports normally."""
+"""Kit tests of ol.core.overlay: exact module names come from the mapped source,
+everything else imports normally (its pytest plugin: test_pytest_overlay.py)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import traceback
-from pathlib import Path
 
 import pytest
 
 from ol.core.overlay import Source, install_overlay, remove_overlay
-from ol.core.runner import child_env
-
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture
 def overlay():
@@ -82,23 +76,3 @@ def test_source_needs_exactly_one_of_path_or_text():
     with pytest.raises(ValueError):
         Source(path="a.py", text="x = 1")
 
-
-def test_pytest_plugin_installs_the_overlay_from_the_environment(tmp_path):
-    overlay_file = tmp_path / "overlay.json"
-    overlay_file.write_text(json.dumps({
-        "olx_plugged": {"source": "ANSWER = 'from json'\n", "origin": str(tmp_path / "olx_plugged.py")},
-        "olx_file": {"path": str(tmp_path / "real.py")},
-    }))
-    (tmp_path / "real.py").write_text("ANSWER = 'from a file'\n")
-    (tmp_path / "test_plugged.py").write_text(
-        "import olx_plugged, olx_file\n\n"
-        "def test_it():\n"
-        "    assert olx_plugged.ANSWER == 'from json'\n"
-        "    assert olx_file.ANSWER == 'from a file'\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", str(tmp_path / "test_plugged.py"), "-p", "ol.core.pytest_overlay",
-         "-p", "no:cacheprovider", "-q"],
-        cwd=tmp_path, env=child_env(ROOT, OL_OVERLAY=str(overlay_file)), capture_output=True, text=True,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
