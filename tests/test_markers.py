@@ -71,11 +71,11 @@ RUNS_A_FILE = ("run", "Popen", "spec_from_file_location", "run_path")
 EARLY_EXITS = {
     ("test_class_grading.py", "test_refuses_to_grade_unconfined_unless_told"):
         (GRADE, "ol grade without bwrap on PATH: refused before any grading, and needs no confinement"),
-    ("test_class_conventions.py", "test_ol_grade_refuses_late_options_it_cannot_apply"):
+    ("test_gradebook.py", "test_ol_grade_refuses_late_options_it_cannot_apply"):
         (GRADE, "bad late options and --assignment-id: refused before any submission is read"),
-    ("test_grading.py", "test_check_module_decides_sharing_and_the_verdict_cache"):
+    ("test_check.py", "test_check_module_decides_sharing_and_the_verdict_cache"):
         (SHARED, "the confinement is faked and the grading replaced: only check_module's decision runs"),
-    ("test_grading.py", "test_check_module_refuses_to_grade_unconfined_when_asked_to_confine"):
+    ("test_check.py", "test_check_module_refuses_to_grade_unconfined_when_asked_to_confine"):
         (SHARED, "the confinement is faked: refused before any grading, and needs no confinement"),
 }
 

@@ -1,7 +1,7 @@
 """Kit tests of ol.core.test_folder: the student's test folder as the
 static check, the sandbox, the re-check and `ol grade` all read it.  (That
 is_test_file is what pytest collects, and the static check's two former
-drifts: tests/test_grading.py.)"""
+drifts: tests/grading/test_check.py.)"""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@
 - The L9.6 course tests, which compare the C with the reference apply_rope,
   pass on the reference tree.
 - (The binding's own argument checks, which run before any C, are in
-  tests/test_bad_input.py, beside the reference's.)
+  tests/course/test_bad_input.py, beside the reference's.)
 - Without a working C compiler the install stops with a message saying what
   to install.
 

@@ -4,7 +4,7 @@ checkout, in a private copy of the kit; the instructor's checkout and every
 other submission untouched.
 
     reading          (no grading: tests/core/test_submissions.py, and the copy
-                     finder tests/instructor/test_copies.py)
+                     finder tests/instructor/class_grading/test_copies.py)
     the class        one graded class (a module fixture, --jobs 1) covering
                      every case: passes, weak suites, a hang, a cheat, broken
                      code, a missing, a misplaced and an unparsable file, no

@@ -24,7 +24,6 @@ import json
 import os
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -66,7 +65,6 @@ def strings_in(value) -> list[str]:
     return []
 
 
-@pytest.mark.slow
 @pytest.mark.needs_confinement
 @pytest.mark.parametrize("module_id, hands_in", [(m, "alternate") for m in sorted(WEAK)] + [("L7.3", "reference")])
 def test_no_line_of_the_reference_reaches_a_student(module_id, hands_in, tmp_path):

@@ -1,5 +1,5 @@
 """A weak suite: it checks shapes, dtypes and that bad input raises, and never
-checks a value.  Graded by tests/test_grading.py: it must not pass."""
+checks a value.  Graded by tests/grading/test_check.py: it must not pass."""
 
 import numpy as np
 import pytest
