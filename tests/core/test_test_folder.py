@@ -1,17 +1,19 @@
 """Kit tests of ol.core.test_folder: the student's test folder as the
-static check, the sandbox, the re-check and `ol grade` all read it.  (That
-is_test_file is what pytest collects, and the static check's two former
-drifts: tests/grading/test_check.py.)"""
+static check, the sandbox, the re-check and `ol grade` all read it, and
+is_test_file against what pytest itself collects.  (The static check's two
+former drifts: tests/grading/test_static_check.py.)"""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 
 import pytest
 
 from ol.core import test_folder
-from ol.core.test_folder import SKIPPED_FOLDERS, SuiteUnreadable, TestFolder
+from ol.core.test_folder import SKIPPED_FOLDERS, SuiteUnreadable, TestFolder, is_test_file
 
 
 def make(folder, files: dict[str, bytes]):
@@ -79,3 +81,21 @@ def test_a_file_past_the_bound_is_refused_before_it_is_read(tmp_path):
         file.truncate(64 << 30)
     with pytest.raises(SuiteUnreadable, match="graded folders hold tests, not data"):
         folder.snapshot()
+
+
+def test_a_test_file_is_what_pytest_collects(tmp_path):
+    """is_test_file, which the static check, the re-check and ol grade use,
+    against pytest itself collecting a folder with its default settings."""
+    names = ["test_a.py", "a_test.py", "test_.py", "testing.py", "test.py", "tests.py", "check_test.py",
+             "mytest_b.py", "test_c.txt", "Test_d.py", "conftest.py", "helpers.py", "TEST_e.py", "f_test_.py"]
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    for number, name in enumerate(names):
+        (folder / name).write_text(f"def test_{number}():\n    pass\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "suite"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    collected = {line.split("::")[0].removeprefix("suite/") for line in r.stdout.splitlines() if "::" in line}
+    assert collected == {name for name in names if is_test_file(name)}
+    assert collected >= {"test_a.py", "a_test.py"} and "testing.py" not in collected, collected

@@ -1,20 +1,17 @@
 """Kit tests of the mutation grader (`ol check`): that it tells good suites
 from weak ones, names a missed pitfall, survives hostile tests, and leaves the
 repository as it found it.  Cheating suites, confinement and faults of the
-grader itself: tests/end_to_end/test_trust.py."""
+grader itself: tests/end_to_end/test_trust.py; the mutants, the static check
+and the verdict cache alone: test_mutants.py, test_static_check.py and
+test_verdict_cache.py beside this file."""
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import signal
 import json
-import os
 import shutil
 import struct
-import subprocess
-import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -24,20 +21,17 @@ import pytest
 
 from grading_suites.float16_blind import write_float16_blind_suite
 from helpers.kit import ROOT, copy_checkout, explain, home_env, processes_with, run_ol, sampled_home, snapshot
-from helpers.sessions import warm_check_equal_to_cold
 from ol.core.catalog import load_catalog
-from ol.core.test_folder import TestFolder, is_test_file
+from ol.core.test_folder import TestFolder
 from ol.grading.check import (JSON_FIELDS, CheckRequest, CheckResult, MutantLine, PitfallOutcome, Survivor,
                               check_module)
 from ol.grading.grader import PASSED, TIMEOUT, Grader, SuiteProblem
 from ol.grading.html_report import to_html
-from ol.grading.mutants import _generate, build_mutant_set, load_pitfalls
+from ol.grading.mutants import load_pitfalls
 from ol.grading.protocol import RunRequest
-from ol.grading.verdict_cache import VerdictCache
 from ol.grading.report import to_json, to_text
 from ol.grading.scheduler import Run
-from ol.grading.session import GradingSession, read_folder
-from ol.grading.static_check import check_test_folder
+from ol.grading.session import GradingSession
 from ol.grading.variants import Variant
 
 SUITES = ROOT / "tests" / "grading_suites"
@@ -761,72 +755,6 @@ def test_the_shared_check_gives_the_verdicts_of_isolated_runs(module_id, suite):
     assert len({v.caught for v in verdicts["isolated"].values()}) == 2, "the sample should hold caught and missed variants"
 
 
-@pytest.mark.slow
-def test_spliced_mutants_are_mutmuts_own():
-    """ol builds each mutant's file by splicing mutmut's mutated node into the
-    text; it must be the program mutmut's own deep_replace gives."""
-    from mutmut.mutation.file_mutation import create_mutations, deep_replace
-
-    source = REFERENCE_ROPE.read_text()
-    ours = _generate(source, "rope.py")
-    here = os.getcwd()
-    with tempfile.TemporaryDirectory() as scratch:
-        Path(scratch, "pyproject.toml").write_text('[tool.mutmut]\nsource_paths = ["."]\n')
-        os.chdir(scratch)
-        try:
-            module, mutations, _, _ = create_mutations("rope.py", source)
-        finally:
-            os.chdir(here)
-    assert len(ours) == len(mutations) > 100
-    for mine, theirs in zip(ours, mutations):
-        expected = deep_replace(module, theirs.original_node, theirs.mutated_node).code
-        assert ast.dump(ast.parse(mine.source)) == ast.dump(ast.parse(expected)), mine.diff
-    assert len({m.id for m in ours}) == len(ours), "mutant ids must be unique"
-
-
-def test_message_only_mutants_are_exactly_those_inside_raise_arguments():
-    mutants = build_mutant_set(REFERENCE_ROPE, ROOT / "course/mutants/L7.3/pitfalls.toml",
-                               ROOT / "course/mutants/L7.3/equivalent.toml")
-    assert mutants.message_only and mutants.counted
-    for mutant in mutants.message_only:
-        changed = [line for line in mutant.diff.splitlines() if line.startswith(("-", "+"))]
-        assert changed, mutant.id
-    conditions = [m for m in mutants.counted if "if r <= 0 or r % 2 or r > head_dim" in m.diff]
-    assert conditions, "a mutant of a condition that raises must be counted"
-    assert not mutants.stale_equivalents
-
-
-def test_static_check_names_file_and_line(tmp_path):
-    folder = tmp_path / "l7-3-rope"
-    folder.mkdir()
-    (folder / "test_x.py").write_text(textwrap.dedent("""\
-        import numpy as np
-        import inspect
-        from tinyllm.modern.rope import apply_rope, _tables_for
-        from tinyllm.autograd import functional as F
-        from hypothesis import strategies as st
-
-        def test_a():
-            f = apply_rope.__code__
-            x = getattr(np, "lo" + "ad")
-            return eval("1")
-    """))
-    (folder / "helpers.py").write_text("import numpy.testing\n")
-    catalog = load_catalog(ROOT)
-    grading = catalog.get("L7.3").grading
-    found = [str(v) for v in check_test_folder(TestFolder(folder).snapshot(), tmp_path, grading.allowed_imports,
-                                                {"tinyllm.modern.rope": frozenset({"apply_rope", "rope_cos_sin", "RopeSpec"})})]
-    expected = ["l7-3-rope/test_x.py:2: imports inspect", "l7-3-rope/test_x.py:3: imports _tables_for",
-                "l7-3-rope/test_x.py:8: uses .__code__", "l7-3-rope/test_x.py:9: calls getattr() with a computed",
-                "l7-3-rope/test_x.py:10: uses eval()"]
-    for prefix in expected:
-        assert any(line.startswith(prefix) for line in found), (prefix, found)
-    assert len(found) == len(expected), found
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    assert "no tests found" in str(check_test_folder(TestFolder(empty).snapshot(), tmp_path, grading.allowed_imports, {})[0])
-
-
 @pytest.mark.needs_confinement
 def test_the_files_the_static_check_judged_are_the_files_that_run(tmp_path, monkeypatch):
     """The attack: a file passes the static check, then is swapped on disk for one
@@ -854,51 +782,6 @@ def test_the_files_the_static_check_judged_are_the_files_that_run(tmp_path, monk
     assert (folder / "test_rope_oracle.py").read_text() == swapped, "the attack swapped the file"
     assert result.reason is None and result.tests == 1, (result.reason, result.problems, result.tests)
     assert not any("test_swapped" in entry["test"] for entry in result.rejected), result.rejected
-
-
-def static_check(folder: Path) -> list[str]:
-    grading = load_catalog(ROOT).get("L7.3").grading
-    return [str(v) for v in check_test_folder(TestFolder(folder).snapshot(), folder.parent, grading.allowed_imports,
-                                              {"tinyllm.modern.rope": frozenset({"apply_rope", "rope_cos_sin"})})]
-
-
-def test_jupyter_checkpoints_are_skipped_by_the_static_check_as_by_the_sandbox(tmp_path):
-    """A checkpoint is Jupyter's copy of a file, never graded (the sandbox is
-    not given it, and pytest never enters a dot folder): the static check
-    must not refuse the folder for it."""
-    folder = tmp_path / "l7-3-rope"
-    (folder / ".ipynb_checkpoints").mkdir(parents=True)
-    (folder / "test_rope.py").write_text("from tinyllm.modern.rope import rope_cos_sin\n\n\n"
-                                         "def test_a():\n    assert rope_cos_sin\n")
-    (folder / ".ipynb_checkpoints" / "test_x.py").write_text("import os\n\n\ndef test_b():\n    assert os.sep\n")
-    assert static_check(folder) == []
-    assert sorted(read_folder(folder, "")) == ["test_rope.py"], "the sandbox is given the same files"
-
-
-def test_a_folder_whose_only_tests_are_in_testing_py_has_no_tests_as_pytest_finds_none(tmp_path):
-    folder = tmp_path / "l7-3-rope"
-    folder.mkdir()
-    (folder / "testing.py").write_text("def test_a():\n    assert True\n")
-    found = static_check(folder)
-    assert len(found) == 1 and "no tests found" in found[0], found
-
-
-def test_a_test_file_is_what_pytest_collects(tmp_path):
-    """is_test_file, which the static check, the re-check and ol grade use,
-    against pytest itself collecting a folder with its default settings."""
-    names = ["test_a.py", "a_test.py", "test_.py", "testing.py", "test.py", "tests.py", "check_test.py",
-             "mytest_b.py", "test_c.txt", "Test_d.py", "conftest.py", "helpers.py", "TEST_e.py", "f_test_.py"]
-    folder = tmp_path / "suite"
-    folder.mkdir()
-    for number, name in enumerate(names):
-        (folder / name).write_text(f"def test_{number}():\n    pass\n")
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "suite"],
-                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-    collected = {line.split("::")[0].removeprefix("suite/") for line in r.stdout.splitlines() if "::" in line}
-    assert collected == {name for name in names if is_test_file(name)}
-    assert collected >= {"test_a.py", "a_test.py"} and "testing.py" not in collected, collected
 
 
 # ---- failing loudly ------------------------------------------------------------------------
@@ -969,115 +852,7 @@ def test_a_bad_time_limit_is_a_usage_error(finished_checkout, limit):
     assert r.returncode == 2 and "--time-limit" in r.stderr and "Traceback" not in r.stderr, explain(r)
 
 
-# ---- a re-check keeps what an edit cannot change ---------------------------------------------
-
-
-def test_a_verdict_cache_of_another_format_or_broken_is_ignored_not_crashed_on(tmp_path):
-    """A cache of format 1 (before catches were kept per test) is ignored: it
-    costs one full check, never a catch carried over by the wrong rule."""
-    session = GradingSession(ROOT, "L7.3")
-    folder = tmp_path / "l7-3-rope"
-    folder.mkdir()
-    (folder / "test_rope.py").write_text("def test_a():\n    assert True\n")
-    path = tmp_path / "verdicts.json"
-    key = session.mutants.counted[0].id
-    test = f"{session.suite_path(folder)}/test_rope.py::test_a"
-    VerdictCache(path, session, TestFolder(folder).snapshot(), time_limit=60.0).save({key: test})
-    assert VerdictCache(path, session, TestFolder(folder).snapshot(), time_limit=60.0).carried([key]) == {key: test}, \
-        "this format's record is read"
-    assert VerdictCache(path, session, TestFolder(folder).snapshot(), time_limit=5.0).carried([key]) == {}, \
-        "a catch at one time limit says nothing of another"
-    assert VerdictCache(path, session, TestFolder(folder).snapshot(), time_limit=60.0, memory_limit=256).carried([key]) \
-        == {}, "nor at one memory limit of another"
-    record = json.loads(path.read_text())
-    for broken in (json.dumps({**record, "format": 1, "shared": "a digest of the folder's other files"}),
-                   json.dumps({**record, "caught": [test], "course": 3, "pitfall_tests": "?"}),
-                   json.dumps([record]), '{"format": 2, "kills": {', "", "[" * 100_000):
-        path.write_text(broken)
-        cache = VerdictCache(path, session, TestFolder(folder).snapshot(), time_limit=60.0)
-        assert cache.carried([key]) == {} and cache.course_passed("any") is None, broken
-
-
-@pytest.mark.slow
-@pytest.mark.needs_confinement
-def test_a_warm_recheck_grades_as_a_cold_check_over_a_sequence_of_edits(tmp_path):
-    session = GradingSession(ROOT, "L7.3")
-    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::8])
-    folder = tmp_path / "l7-3-rope"
-    folder.mkdir()
-    weak = (SUITES / "shapes-and-errors" / "test_rope_shapes.py").read_text()
-    minimal = (ROOT / "tests/calibration/l7-3-suite-c/test_rope_c.py").read_text()
-    cache = tmp_path / "verdicts.json"
-
-    def grade_both():
-        return warm_check_equal_to_cold(session, folder, cache)
-
-    (folder / "test_weak.py").write_text(weak)
-    (folder / "test_minimal.py").write_text(minimal)
-    assert grade_both().carried_over == 0, "nothing to keep from before the first check"
-    # the minimal file loses every test but one: its kills are graded again, the weak file's are kept
-    first_test = minimal.index("\ndef test_", minimal.index("def test_") + 1)
-    (folder / "test_minimal.py").write_text(minimal[:first_test] + "\n")
-    kept = grade_both()
-    assert kept.carried_over > 0 and kept.killed < len(session.mutants.counted) + 7
-    # the weak file changes: now the minimal file's (again whole) kills are re-graded, the weak file's too
-    (folder / "test_minimal.py").write_text(minimal)
-    (folder / "test_weak.py").write_text(weak + "\n# an edit\n")
-    grade_both()
-    # a helper beside the tests changes: nothing is kept
-    (folder / "helpers.py").write_text("SCALE = 1.0\n")
-    assert grade_both().carried_over == 0
-
-
-def generated(result) -> dict[str, str]:
-    """The generated mutants a check caught, and by which test: what a re-check may keep
-    (the pitfalls run again in full every time, for the report's "by")."""
-    return {key: test for key, test in result.killed_by.items() if not key.startswith("pitfall:")}
-
-
-@pytest.mark.slow
-@pytest.mark.needs_confinement
-def test_a_warm_recheck_of_a_one_file_suite_keeps_the_kills_of_unchanged_tests(tmp_path):
-    """Students write one test file: adding or editing one test re-grades
-    only what it can change, and the grade is still the cold check's."""
-    session = GradingSession(ROOT, "L7.3")
-    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::8])
-    folder = tmp_path / "l7-3-rope"
-    folder.mkdir()
-    suite = folder / "test_rope.py"
-    minimal = (ROOT / "tests/calibration/l7-3-suite-c/test_rope_c.py").read_text()
-    cache = tmp_path / "verdicts.json"
-
-    def grade_both():
-        return warm_check_equal_to_cold(session, folder, cache)
-
-    suite.write_text(minimal)
-    first = grade_both()
-    assert first.carried_over == 0 and first.killed > 0
-    # two tests added at the end, one a copy of a test that catches pitfalls: every kill is kept (they
-    # change no other test's code), and the copy is listed beside the original under each pitfall it fails on
-    copy = minimal[minimal.index("def test_hand_example"):].split("\n\n\n")[0].replace(
-        "def test_hand_example", "def test_hand_example_again")
-    added_tests = "\n\ndef test_added():\n    assert rope_cos_sin(0, [1.0])[0][0] == 1\n\n\n" + copy + "\n"
-    suite.write_text(minimal + added_tests)
-    added = grade_both()
-    assert added.carried_over == len(generated(first)), (added.carried_over, len(generated(first)))
-    again = [p.id for p in added.pitfalls if any(t.endswith("::test_hand_example_again") for t in p.tests)]
-    assert again and again == [p.id for p in added.pitfalls if any(t.endswith("::test_hand_example") for t in p.tests)]
-    # one test edited: the kills it made are graded again, the others' kept
-    tree = ast.parse(suite.read_text())
-    tests = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
-    edited = max(tests, key=lambda node: sum(v.split("::")[-1].split("[")[0] == node.name
-                                             for v in added.killed_by.values()))
-    lines = suite.read_text().splitlines(keepends=True)
-    lines.insert(edited.body[0].lineno - 1, " " * edited.body[0].col_offset + "assert True  # an edit\n")
-    suite.write_text("".join(lines))
-    kept = grade_both()
-    made = sum(v.split("::")[-1].split("[")[0] == edited.name for v in generated(added).values())
-    assert made > 0 and kept.carried_over == len(generated(added)) - made, (kept.carried_over, made)
-    # a helper at module level changes: every test of the file can use it, nothing is kept
-    suite.write_text("SCALE = 1.0\n\n\n" + suite.read_text())
-    assert grade_both().carried_over == 0
+# ---- a re-check keeps the course tests' pass (the verdict cache alone: test_verdict_cache.py) ----
 
 
 @pytest.mark.slow
