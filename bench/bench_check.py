@@ -30,7 +30,7 @@ ratio re-check / cold of each (target <= 0.3).
     python bench/bench_check.py --profile         # where one check's time goes, by stage
 
 --profile grades the model answer once shared and once isolated, in
-process, and prints each stage's wall time (ol.grading.events' StageEnded
+process, then re-checks it shared after one test is added, and prints each stage's wall time (ol.grading.events' StageEnded
 events: fixtures and the static check, the sandboxes' start, the course
 tests, the suite on every variant with its collection, the left-out
 report, the result), the runs (on correct implementations and again) and
@@ -139,7 +139,7 @@ from dataclasses import asdict
 from ol.grading.check import CheckRequest, check_module
 from ol.grading.events import StageEnded
 events = []
-result = check_module(Path({repo!r}), "L7.3", CheckRequest(ref_deps=True, fresh=True, isolated={isolated!r}),
+result = check_module(Path({repo!r}), "L7.3", CheckRequest(ref_deps=True, fresh={fresh!r}, isolated={isolated!r}),
                       on_event=lambda event: events.append(asdict(event)) if isinstance(event, StageEnded) else None)
 print(json.dumps({{"events": events, "seconds": result.seconds, "counted": result.counted, "score": result.score}}))
 """
@@ -152,18 +152,26 @@ def profile(env: dict) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-profile-") as tmp:
         scratch = Path(tmp)
         repo, project = ol_workspace(scratch), mutmut_project(scratch)
-        for isolated in (False, True):
-            driver = PROFILE_DRIVER.format(python=str(repo / "python"), repo=str(repo), isolated=isolated)
+        tests = repo / "python/tests/l7-3-rope" / "test_rope_oracle.py"
+        original = tests.read_text()
+        # a cold check shared and isolated; then a re-check after one test is added (the
+        # cache filled by a first check of the unedited suite)
+        for name, isolated, fresh, edit in (("ol check", False, True, False), ("ol check --isolated", True, True, False),
+                                            ("ol check (to fill the cache)", False, False, False),
+                                            ("ol check, re-check after adding one test", False, False, True)):
+            if edit:
+                tests.write_text(original + "\n\ndef test_added():\n    assert rope_cos_sin(0, [1.0])[0][0] == 1\n")
+            driver = PROFILE_DRIVER.format(python=str(repo / "python"), repo=str(repo), isolated=isolated, fresh=fresh)
             done = subprocess.run([sys.executable, "-c", driver], cwd=repo, env=env, capture_output=True, text=True)
             if done.returncode != 0:
                 sys.exit(f"the profiled check failed:\n{done.stderr[-3000:]}")
             data = json.loads(done.stdout.strip().splitlines()[-1])
-            print(f"ol check{' --isolated' if isolated else ''}: {data['seconds']:.2f} s, score {data['score']}")
+            print(f"{name}: {data['seconds']:.2f} s, score {data['score']}")
             for event in data["events"]:
                 counts = {k: v for k, v in event.items() if k not in ("stage", "seconds") and v is not None}
                 print(f"  {event['seconds']:7.2f} s  {event['stage']}"
                       + (f"  {counts}" if counts else ""))
-                if event["runs"] is not None:
+                if event["runs"] is not None and event["seconds"] > 0:
                     suite = event["seconds"]
                     print(f"           {event['runs'] / suite:.1f} runs/s, "
                           f"{data['counted'] / suite:.1f} mutants/s (pitfalls and generated, counted)")
