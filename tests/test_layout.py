@@ -36,7 +36,6 @@ ELSEWHERE = {
     "grading/call_recording.py": ("grading/test_witnesses.py", "ol.grading.call_recording"),
     "grading/chaff_equivalence.py": ("grading/test_chaffs.py", "ol.grading.chaff_equivalence"),
     "grading/check_cli.py": ("grading/test_events.py", "ol.grading.check_cli"),
-    "grading/grader.py": ("grading/test_check.py", "ol.grading.grader"),
     "grading/local.py": ("instructor/class_grading/test_hostile.py", "ol.grading.local"),
     "grading/report.py": ("grading/test_html_report.py", "ol.grading.report"),
     "grading/scheduler.py": ("grading/test_check.py", "ol.grading.scheduler"),

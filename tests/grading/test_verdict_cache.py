@@ -1,6 +1,7 @@
 """Kit tests of ol.grading.verdict_cache: a re-check keeps the catches an edit
-cannot change, ignores a cache of another format, limit or a broken one,
-and grades as a cold check does over a sequence of edits.  (The course
+cannot change and what was seen on each pitfall, ignores a cache of another
+format, limit or a broken one, and grades as a cold check does over a
+sequence of edits.  (The course
 tests' pass kept while the code is the same: test_check.py, through ol.)"""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 from helpers.kit import ROOT
 from helpers.sessions import warm_check_equal_to_cold
 from ol.core.test_folder import TestFolder
+from ol.grading.grader import PitfallSeen
 from ol.grading.session import GradingSession
 from ol.grading.verdict_cache import VerdictCache
 
@@ -44,6 +46,33 @@ def test_a_verdict_cache_of_another_format_or_broken_is_ignored_not_crashed_on(t
         path.write_text(broken)
         cache = VerdictCache(path, session, TestFolder(folder).snapshot(), time_limit=60.0)
         assert cache.carried([key]) == {} and cache.course_passed("any") is None, broken
+
+
+def test_what_was_seen_on_a_pitfall_is_kept_for_the_tests_whose_code_is_unchanged(tmp_path):
+    session = GradingSession(ROOT, "L7.3")
+    folder = tmp_path / "l7-3-rope"
+    folder.mkdir()
+    (folder / "test_rope.py").write_text("def test_a():\n    assert True\n\n\ndef test_b():\n    assert 1\n")
+    path, where = tmp_path / "verdicts.json", session.suite_path(folder)
+    a, b = f"{where}/test_rope.py::test_a", f"{where}/test_rope.py::test_b"
+
+    def cache():
+        return VerdictCache(path, session, TestFolder(folder).snapshot(), time_limit=60.0)
+
+    cache().save({}, {"pitfall:s01": PitfallSeen({a: False, b: True}, cpu=0.25, seconds=0.5)})
+    assert cache().pitfalls_seen(["pitfall:s01", "pitfall:s02"]) == {
+        "pitfall:s01": PitfallSeen({a: False, b: True}, cpu=0.25, seconds=0.5)}
+    (folder / "test_rope.py").write_text("def test_a():\n    assert True\n\n\ndef test_b():\n    assert 2\n")
+    assert cache().pitfalls_seen(["pitfall:s01"]) == {"pitfall:s01": PitfallSeen({a: False}, cpu=0.25, seconds=0.5)}, \
+        "test_b changed: its outcome must be seen again"
+    record = json.loads(path.read_text())
+    entry = record["pitfalls"]["pitfall:s01"]
+    for broken in ({**entry, "cpu": "0.25"}, {**entry, "cpu": float("nan")}, {**entry, "seconds": -1.0},
+                   {**entry, "cpu": True}, {**entry, "tests": [a]}, "seen", {**entry, "seconds": float("inf")}):
+        path.write_text(json.dumps({**record, "pitfalls": {"pitfall:s01": broken}}))
+        assert cache().pitfalls_seen(["pitfall:s01"]) == {}, broken
+    path.write_text(json.dumps({**record, "pitfalls": {"pitfall:s01": {**entry, "tests": {a: ["x", "passed"], b: 3}}}}))
+    assert cache().pitfalls_seen(["pitfall:s01"]) == {"pitfall:s01": PitfallSeen({}, 0.25, 0.5)}, "each bad test dropped"
 
 
 @pytest.mark.slow
@@ -95,9 +124,10 @@ def test_a_warm_recheck_of_a_one_file_suite_keeps_the_kills_of_unchanged_tests(t
     suite = folder / "test_rope.py"
     minimal = (ROOT / "tests/calibration/l7-3-suite-c/test_rope_c.py").read_text()
     cache = tmp_path / "verdicts.json"
+    cuts: list[int] = []
 
     def grade_both():
-        return warm_check_equal_to_cold(session, folder, cache)
+        return warm_check_equal_to_cold(session, folder, cache, cuts)
 
     suite.write_text(minimal)
     first = grade_both()
@@ -126,3 +156,34 @@ def test_a_warm_recheck_of_a_one_file_suite_keeps_the_kills_of_unchanged_tests(t
     # a helper at module level changes: every test of the file can use it, nothing is kept
     suite.write_text("SCALE = 1.0\n\n\n" + suite.read_text())
     assert grade_both().carried_over == 0
+    assert cuts[0] == 0 and sum(cuts) > 0, f"the re-checks cut the pitfalls' runs where the tests were seen: {cuts}"
+
+
+@pytest.mark.slow
+@pytest.mark.needs_confinement
+def test_a_recheck_does_not_cut_a_run_that_would_have_ended_by_itself(tmp_path):
+    """The attack on the cut: a new test ends the whole run (pytest.exit) on
+    every pitfall it tells from the reference, ahead of tests the last check
+    saw fail there.  A cold check's run ends at it, so its "by" holds the new
+    test alone; a run cut from the last check would add the others."""
+    session = GradingSession(ROOT, "L7.3")
+    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::40])
+    folder = tmp_path / "l7-3-rope"
+    folder.mkdir()
+    suite = folder / "test_rope.py"
+    minimal = (ROOT / "tests/calibration/l7-3-suite-c/test_rope_c.py").read_text()
+    first_test = minimal.index("\ndef test_")
+    ender = (   # the hand example of section 13, and the whole run ends where it fails
+        "\n\ndef test_ends_the_run_on_a_wrong_rope():\n"
+        "    cos, sin = rope_cos_sin(1, [1.0, 0.01])\n"
+        "    x = Tensor(np.array([1, 0, 0, 1], np.float32))\n"
+        "    if not np.allclose(apply_rope(x, cos, sin, 'half').data, [0.540302, -0.01, 0.841471, 0.99995], atol=1e-6):\n"
+        "        pytest.exit('a wrong rope', returncode=1)\n"
+    )
+    cache, cuts = tmp_path / "verdicts.json", []
+    suite.write_text(minimal)
+    warm_check_equal_to_cold(session, folder, cache, cuts)
+    suite.write_text(minimal[:first_test] + ender + minimal[first_test:])
+    ended = warm_check_equal_to_cold(session, folder, cache, cuts)
+    assert [p.tests for p in ended.pitfalls if any("test_ends_the_run" in t for t in p.tests)], \
+        "the new test must end some pitfall's run, or this attack tries nothing"

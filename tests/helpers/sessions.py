@@ -10,6 +10,7 @@ from pathlib import Path
 
 from helpers.kit import ROOT
 from ol.grading.check import CheckRequest, check_module
+from ol.grading.events import StageEnded
 from ol.grading.session import GradingSession
 
 
@@ -25,10 +26,16 @@ def sampled_session() -> GradingSession:
     return sampled("L7.3", every=20)
 
 
-def warm_check_equal_to_cold(session, folder: Path, cache: Path):
+def warm_check_equal_to_cold(session, folder: Path, cache: Path, cuts: list[int] | None = None):
     """Check `folder` warm (with the verdict cache) and cold; assert they give
-    the same grade, kills, pitfalls and "by"; return the warm result."""
-    warm = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, verdicts=cache), session=session)
+    the same grade, kills, pitfalls and "by"; return the warm result.  cuts:
+    where to add how many pitfalls' runs the warm check cut (PitfallSeen)."""
+    def count(event) -> None:
+        if cuts is not None and isinstance(event, StageEnded) and event.cut is not None:
+            cuts.append(event.cut)
+
+    warm = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, verdicts=cache), session=session,
+                        on_event=count)
     cold = check_module(ROOT, "L7.3", CheckRequest(tests=folder, course_tests=False, fresh=True), session=session)
     assert warm.reason is None and cold.reason is None, (warm.problems, cold.problems)
     assert ({m.id for m in warm.mutants if m.killed} == {m.id for m in cold.mutants if m.killed})

@@ -378,12 +378,13 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
                                    for file, said in sorted(refused.items())]   # in file order
                 try:
                     variants = session.pitfall_variants() + session.mutant_variants()
-                    keys = [v.key for v in variants if not is_pitfall(v.key)]   # pitfalls always run
+                    keys = [v.key for v in variants if not is_pitfall(v.key)]   # pitfalls run again (STOP_SEEN)
                     carried = {key: Verdict(key, FAILED, (test,), 0.0, "caught before, its test unchanged")
                                for key, test in (cache.carried(keys) if cache is not None else {}).items()}
-                    verdicts = grader.suite(variants, carried=carried)
+                    seen = cache.pitfalls_seen([v.key for v in variants if is_pitfall(v.key)]) if cache is not None else {}
+                    verdicts = grader.suite(variants, carried=carried, seen=seen)
                     stage("the suite on every variant", runs=grader.runs, correct=grader.correct_runs,
-                          again=grader.runs_again, collect=scheduler.collect_seconds)
+                          again=grader.runs_again, cut=grader.runs_cut, collect=scheduler.collect_seconds)
                     carried_over = sum(1 for key in carried if verdicts.get(key) is carried[key])
                     result.tests = len(grader.collected)
                     result.graded_tests = result.tests - len(grader.left_out)
@@ -431,7 +432,7 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
                 stopped = suite()
                 stopped = (course() if course_tests else None) or stopped
             if cache is not None and catches is not None:   # with the course tests' pass, once both are in
-                cache.save(catches)
+                cache.save(catches, grader.seen)
             if stopped is not None:
                 return stopped
             if then is not None:

@@ -9,7 +9,7 @@ caller matches on its type, not on a key of a dict:
     Judged(status, caught)   one run's verdict is in: its status (grader.py's PASSED, FAILED, ...,
                              or "correct" for a run of a correct implementation), and whether it
                              caught its variant
-    StageEnded(stage, seconds, runs, correct, again, collect)
+    StageEnded(stage, seconds, runs, correct, again, cut, collect)
                              a stage of the check ended after `seconds`; the suite's stage counts
                              its runs (bench/bench_check.py --profile adds the stages up)
 """
@@ -43,6 +43,7 @@ class StageEnded:
     runs: int | None = None          # the suite's stage: runs in all,
     correct: int | None = None       # of them of a correct implementation,
     again: int | None = None         # of them run again (stopped at a test then left out),
+    cut: int | None = None           # of them pitfalls cut where the last check saw the rest (a re-check),
     collect: float | None = None     # and the seconds spent collecting (the shared check: once)
 
 

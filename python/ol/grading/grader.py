@@ -21,7 +21,10 @@ could measure, and a run learns the observer's decisions only by its death.
                      decide it
     stops            the observer stops a mutant's run at its first graded
                      failure (a pitfall's and a correct run go to the end:
-                     the report's "by" and the graded tests come from them).
+                     the report's "by" and the graded tests come from them;
+                     a re-check stops a pitfall's once the run has gone past
+                     every test whose outcome on it the last check did not
+                     see with the same code: PitfallSeen).
                      While the correct runs are still coming, a failure of a
                      test not yet known to fail on them counts; a mutant
                      stopped by a test that then turns out left out runs
@@ -38,6 +41,7 @@ minutes by default): a run that waits rather than computes.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import signal
@@ -58,6 +62,8 @@ NOT_RUN = "not run"      # a test a correct run never reached
 REFUSED = "refused"      # a file the static check left out: never run (ol.grading.check.refused_files)
 NOT_IMPORTED = "it does not import"   # a student kit's variant whose run never imported it: no catch
 STOP_FAILED, STOP_DONE = "a graded test failed", "no graded test is left"   # why the observer stops a run
+STOP_SEEN = "every test left was seen on this pitfall by the last check"      # ... a pitfall's, in a re-check
+SEEN_MARGIN = 0.5   # a pitfall's run is cut only while it and the last full one fit in this share of each limit
 OUT_OF_PROCESSOR_TIME = (128 + signal.SIGXCPU,)   # the kernel's RLIMIT_CPU signal
 MAX_REPORTED_FAILURES = 50
 CORRECT_RUNS = {"reference": 3, "alternate": 2}   # runs of each correct implementation among the variants
@@ -75,6 +81,24 @@ class Verdict:
     def caught(self) -> bool:
         """A variant is caught when the suite fails, hangs or crashes on it."""
         return self.status in (FAILED, TIMEOUT, CRASHED)
+
+
+@dataclass(frozen=True)
+class PitfallSeen:
+    """What the last check saw of the suite on one pitfall, for a re-check
+    (ol.grading.verdict_cache keeps it; only tests whose code is unchanged).
+
+    A re-check stops the pitfall's run once the run has begun a test after
+    every test not in `failed`, and takes those tests' outcomes from here: the
+    report's "by" is then the one a run to the end gives, for tests that do not
+    depend on one another's side effects.  Processor time and wall time do add
+    up across a run's tests, so the cut holds only while this run and a whole
+    run of the last check (`cpu`, `seconds`: at most) fit in SEEN_MARGIN of
+    the limits; past it the pitfall runs again to its end."""
+
+    failed: dict[str, bool]   # test -> whether it failed on the pitfall
+    cpu: float                # processor seconds of a run to the end, the larger side's (at most)
+    seconds: float            # wall seconds of it (at most)
 
 
 class SuiteProblem(Exception):
@@ -125,9 +149,11 @@ class Grader:
         self.filed: list[str] = []                # the same, in the suite's file order (for reports)
         self.left_out: dict[str, LeftOut] = {}    # test -> why it is not graded
         self.by: dict[str, tuple[str, ...]] = {}  # a pitfall's key -> the graded tests that failed on it
+        self.seen: dict[str, PitfallSeen] = {}     # a pitfall's key -> what this check saw on it (the next re-check's)
         self.correct_verdicts: list[Verdict] = []
         self.next_id = 0
         self.runs = self.correct_runs = self.runs_again = 0   # of the suite: all, on correct implementations, again
+        self.runs_cut = 0                         # pitfalls' runs stopped at STOP_SEEN and completed from the last check
 
     def _id(self) -> int:
         self.next_id += 1
@@ -167,17 +193,22 @@ class Grader:
     # ---- the student's suite -------------------------------------------------------------
 
     def suite(self, variants: list[Variant], *, correct: bool = True,
-              carried: dict[str, Verdict] | None = None) -> dict[str, Verdict]:
+              carried: dict[str, Verdict] | None = None,
+              seen: dict[str, PitfallSeen] | None = None) -> dict[str, Verdict]:
         """The suite on every variant, with the correct implementations among
         them (correct=False: only the variants, graded by the tests left out
         before).  carried: catches kept from the last check, by variant key;
         such a variant is not run while the test that caught it is graded.
+        seen: what the last check saw on each pitfall, by key; its run is cut
+        and completed from it (PitfallSeen).
         Raises SuiteProblem if the suite cannot be graded: it does not
         collect, or no test passes on every correct run."""
-        carried = dict(carried or {})
+        carried, seen = dict(carried or {}), dict(seen or {})
         pending = [v for v in variants if v.key not in carried]
         verdicts: dict[str, Verdict] = {}
-        for _ in range(len(variants) + 2):   # left-out tests only grow, and each round runs fewer: this ends
+        # left-out tests only grow, each round runs fewer, and a pitfall cut past the margins
+        # runs again once, uncut: this ends
+        for _ in range(len(variants) + 2):
             jobs = [(v, False) for v in pending]
             if correct:
                 first = not self.correct_verdicts
@@ -188,16 +219,27 @@ class Grader:
             self.runs_again += len(pending) if self.runs else 0
             self.runs += len(jobs)
             self.correct_runs += sum(is_correct for _, is_correct in jobs)
-            outcomes = self._run_stream(jobs)
+            outcomes = self._run_stream(jobs, seen)
             if correct:
                 self._grade_tests([(v, o) for (v, is_correct), o in zip(jobs, outcomes) if is_correct])
-            verdicts.update({v.key: self._judged(v, o) for (v, is_correct), o in zip(jobs, outcomes) if not is_correct})
+            again = []
+            for (variant, is_correct), outcome in zip(jobs, outcomes):
+                if is_correct:
+                    continue
+                verdict = self._judged(variant, outcome)
+                if is_pitfall(variant.key):
+                    verdict = self._pitfall(variant, verdict, outcome, seen.get(variant.key))
+                    if verdict is None:   # cut where the cut does not hold: to its end, next round
+                        del seen[variant.key]
+                        again.append(variant)
+                        continue
+                verdicts[variant.key] = verdict
             for key, kept in list(carried.items()):   # a kill whose test still runs and is graded
                 if kept.failed and kept.failed[0] not in self.left_out and kept.failed[0] in self.collected:
                     verdicts[key] = kept
                     del carried[key]
             by_key = {v.key: v for v in variants}
-            pending = [by_key[key] for key in carried] + \
+            pending = [by_key[key] for key in carried] + again + \
                       [v for v in variants if v.key in verdicts and verdicts[v.key].status == UNKNOWN]
             carried.clear()
             if not pending:
@@ -218,11 +260,45 @@ class Grader:
             return Verdict(variant.key, PASSED, (), outcome.seconds, NOT_IMPORTED)
         return verdict
 
-    def _run_stream(self, jobs: list[tuple[Variant, bool]]) -> list[RunOutcome]:
+    def _pitfall(self, variant: Variant, verdict: Verdict, outcome: RunOutcome,
+                 seen: PitfallSeen | None) -> Verdict | None:
+        """A pitfall's verdict, its run completed from `seen` where the observer
+        cut it (STOP_SEEN); what this check saw on it goes to self.seen.  None:
+        the cut does not hold (past SEEN_MARGIN of a limit, or a student kit's
+        variant not imported before the cut): the pitfall runs again, uncut."""
+        finished = _finished(outcome.notes)
+        cpu = max(outcome.cpu_seconds or 0.0, outcome.impl_cpu_seconds or 0.0)
+        cut = outcome.stopped == STOP_SEEN and outcome.tests_stopped and outcome.exit == 128 + signal.SIGKILL
+        if not cut or seen is None:   # (the observer cuts only a pitfall in `seen`)
+            if outcome.stopped == STOP_SEEN:   # it ended by itself before the stop landed: its own end counts
+                verdict = self._judged(variant, dataclasses.replace(outcome, stopped=""))
+            if verdict.status in (PASSED, FAILED) and outcome.stopped in ("", STOP_SEEN):   # ran to its own end
+                self.seen[variant.key] = PitfallSeen(finished, cpu, outcome.seconds)
+            return verdict
+        if (cpu + seen.cpu > SEEN_MARGIN * self.time_limit
+                or outcome.seconds + seen.seconds > SEEN_MARGIN * WALL_FACTOR * self.time_limit
+                or verdict.detail == NOT_IMPORTED):
+            return None
+        if verdict.status not in (PASSED, FAILED):   # timed out or crashed before the cut: no run goes further
+            return verdict
+        self.runs_cut += 1
+        outcomes = {**seen.failed, **finished}
+        self.seen[variant.key] = PitfallSeen(outcomes, cpu + seen.cpu, outcome.seconds + seen.seconds)
+        failed = tuple(test for test in self.collected if outcomes.get(test) and test not in self.left_out)
+        if not failed:
+            return verdict
+        return Verdict(variant.key, FAILED, failed[:MAX_REPORTED_FAILURES], outcome.seconds,
+                       verdict.detail if verdict.status == FAILED else "")
+
+    def _run_stream(self, jobs: list[tuple[Variant, bool]],
+                    seen: dict[str, PitfallSeen] | None = None) -> list[RunOutcome]:
         """One run per job.  A mutant's run is stopped at its first failure of
         a test not known to fail on a correct run (STOP_FAILED); any run
         other than a correct one once it starts a test from which on every
-        test is left out (STOP_DONE: what follows cannot count)."""
+        test is left out (STOP_DONE: what follows cannot count); a pitfall's
+        once it has begun a test after every test not in seen[its key]
+        (STOP_SEEN)."""
+        seen = seen or {}
         runs = {self._id(): job for job in jobs}
         failing_on_correct: set[str] = set(self.left_out)
         known = {"collected": list(self.collected), "left out": set(self.left_out)}   # from the correct runs so far
@@ -239,6 +315,8 @@ class Grader:
             running = _unfinished(notes)
             if running is not None and running in known["collected"][cutoff[0]:]:
                 return STOP_DONE
+            if variant.key in seen and _past_the_unseen(notes, seen[variant.key].failed):
+                return STOP_SEEN
             return None
 
         def done(run: Run, outcome: RunOutcome) -> None:
@@ -399,6 +477,29 @@ def _cutoff(collected: list[str], left_out: set[str]) -> int:
     while cutoff > 0 and collected[cutoff - 1] in left_out:
         cutoff -= 1
     return cutoff
+
+
+def _finished(notes: list[dict]) -> dict[str, bool]:
+    """{test: whether it failed} for each test a run finished, but one it
+    stopped at its share of processor time (a time, not an outcome of its code)."""
+    overtime = {str(line["overtime"]) for line in notes if "overtime" in line}
+    finished = {str(line["passed"]): False for line in notes if "passed" in line}
+    finished.update({str(line["failed"]): True for line in notes if "failed" in line})
+    return {test: failed for test, failed in finished.items() if test not in overtime}
+
+
+def _past_the_unseen(notes: list[dict], seen: dict[str, bool]) -> bool:
+    """Whether a run has begun a test after each test of its collection whose
+    outcome is not in `seen`: the test it runs now is in `seen`, and so is
+    every test it has not finished.  (Begun: the test before it ended, its
+    teardown too, and the run went on; a run that ends by itself after its
+    last unseen test is never cut.)"""
+    collected = next((line["collected"] for line in notes if "collected" in line), None)
+    running = _unfinished(notes)
+    if not isinstance(collected, list) or running is None or running not in seen:
+        return False
+    finished = _finished(notes)
+    return all(test in finished or test in seen for test in map(str, collected))
 
 
 def _unfinished(notes: list[dict]) -> str | None:

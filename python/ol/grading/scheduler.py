@@ -80,6 +80,7 @@ class RunOutcome:
     timed_out: bool = False
     notes: list[dict] = field(default_factory=list)   # what the tests run said: information only
     stopped: str = ""                # why the tests run was ended early (on_notes' reason; "" if it was not)
+    tests_stopped: bool = False      # ... and its guard ended it on that request (not ended by itself first)
     impl_exit: int | None = None
     impl_notes: list[dict] = field(default_factory=list)
     impl_stopped: bool = False       # the implementation run was ended on the observer's request
@@ -407,6 +408,7 @@ class _Active:
             outcome.exit = tests.exit
             outcome.seconds = self.seconds if self.seconds is not None else time.monotonic() - self.started
         outcome.notes = list(self.tests_end.stream.lines)
+        outcome.tests_stopped = tests.stopped and self.tests_stop_sent
         outcome.cpu_seconds = tests.cpu if tests.exit is not None else None
         outcome.impl_exit, outcome.impl_stopped = impl.exit, impl.stopped and self.impl_stop_sent
         outcome.impl_notes = list(self.impl_end.stream.lines)

@@ -20,7 +20,11 @@ the grader's own code, and the limits: a test that times out on a mutant in
 that test is still graded (it passed on every correct run of this check).
 So adding or editing one test of a one-file suite re-grades only what that
 edit can change: the survivors, and the catches of tests whose code changed.
-The correct implementations and the pitfalls always run again, each in full.
+The correct implementations always run again in full: which tests are graded
+is seen in every check.  A pitfall runs again until it has gone past every
+test whose outcome on it the last check did not see with the same code; the
+rest of its outcomes come from here (ol.grading.grader.PitfallSeen), so the
+report's "by" is a run to the end's.
 Verdicts are deterministic (fixed hash seed, derandomized Hypothesis seeded
 from each test's own source, one running order fixed by the suite's code),
 so a warm check gives the cold check's grade for tests that do not depend on
@@ -39,10 +43,11 @@ from pathlib import Path
 
 from ol.core.files import write_whole
 from ol.core.test_folder import Snapshot
+from ol.grading.grader import PitfallSeen
 from ol.grading.session import GradingSession
 from ol.grading.suite_code import SuiteDigests
 
-FORMAT = 4   # 3: pitfalls are never carried over (every check runs each in full); 4: "caught", was "kills"
+FORMAT = 5   # 4: "caught", was "kills"; 5: "pitfalls", each test's outcome on each pitfall
 
 
 class VerdictCache:
@@ -53,6 +58,7 @@ class VerdictCache:
         # the limits shape a grade too: a crash out of memory or a timeout is a catch
         self.fingerprint = f"{session.fingerprint()} {float(time_limit)!r} {memory_limit!r}"
         self.digests = SuiteDigests(suite, self.suite_path)
+        self.pitfalls: dict = {}
         self.entries, self.course = self._load()
 
     def _load(self) -> tuple[dict[str, dict], dict]:
@@ -63,7 +69,8 @@ class VerdictCache:
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("fingerprint") != self.fingerprint \
                 or data.get("folder") != self.suite_path:
             return {}, {}
-        entries, course = data.get("caught", {}), data.get("course", {})
+        entries, course, pitfalls = data.get("caught", {}), data.get("course", {}), data.get("pitfalls", {})
+        self.pitfalls = pitfalls if isinstance(pitfalls, dict) else {}
         return entries if isinstance(entries, dict) else {}, course if isinstance(course, dict) else {}
 
     def course_passed(self, code: str) -> dict[str, int] | None:
@@ -94,16 +101,39 @@ class VerdictCache:
                 carried[key] = entry["test"]
         return carried
 
-    def save(self, catches: dict[str, str]) -> None:
-        """Remember these catches ({variant key: test}) with the code each test
-        can run now; a failure to write only costs time."""
+    def pitfalls_seen(self, keys: list[str]) -> dict[str, PitfallSeen]:
+        """What the last check saw on each of these pitfalls, of the tests whose
+        code is the same as then (a pitfall with a broken entry: none)."""
+        seen = {}
+        for key in keys:
+            entry = self.pitfalls.get(key)
+            if not isinstance(entry, dict) or not isinstance(entry.get("tests"), dict):
+                continue
+            cpu, seconds = entry.get("cpu"), entry.get("seconds")
+            if not all(isinstance(n, (int, float)) and not isinstance(n, bool) and 0 <= n < float("inf")
+                       for n in (cpu, seconds)):
+                continue
+            failed = {test: outcome[1] for test, outcome in entry["tests"].items()
+                      if isinstance(outcome, list) and len(outcome) == 2 and isinstance(outcome[1], bool)
+                      and outcome[0] is not None and outcome[0] == self.digests.of(test)}
+            seen[key] = PitfallSeen(failed, float(cpu), float(seconds))
+        return seen
+
+    def save(self, catches: dict[str, str], pitfalls: dict[str, PitfallSeen] | None = None) -> None:
+        """Remember these catches ({variant key: test}) and what was seen on each
+        pitfall, with the code each test can run now; a failure to write only
+        costs time."""
         entries = {}
         for key, test in catches.items():
             digest = self.digests.of(test)
             if digest is not None:
                 entries[key] = {"test": test, "code": digest}
+        seen = {key: {"tests": {test: [self.digests.of(test), failed] for test, failed in what.failed.items()
+                                if self.digests.of(test) is not None},
+                      "cpu": what.cpu, "seconds": what.seconds}
+                for key, what in (pitfalls or {}).items()}
         data = {"format": FORMAT, "fingerprint": self.fingerprint, "folder": self.suite_path,
-                "caught": entries, "course": self.course}
+                "caught": entries, "course": self.course, "pitfalls": seen}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_whole(self.path, json.dumps(data, indent=1, sort_keys=True))

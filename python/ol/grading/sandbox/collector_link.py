@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import secrets
 import select
+import signal
 import socket
 import time
 from dataclasses import dataclass
@@ -57,6 +58,7 @@ class CollectedRun:
         self.stream = NotesStream()
         self.stream.lines.append({"collected": list(link.collected), "filed": list(link.filed)})   # once, for every run
         self.end: RunEnd | None = None
+        self.kill_sent = False
 
     def watched(self) -> list:
         return [self.sock] if self.sock is not None else []
@@ -76,10 +78,12 @@ class CollectedRun:
     def ended(self, exit: int, cpu: float) -> None:
         while self.sock is not None and self.take([self.sock]):
             pass
-        self.end = RunEnd(exit=exit, cpu=cpu)
+        # stopped as a guard says it: killed after the observer asked (not ended by itself first)
+        self.end = RunEnd(exit=exit, cpu=cpu, stopped=self.kill_sent and exit == 128 + signal.SIGKILL)
 
     def stop(self) -> None:
         if self.end is None:
+            self.kill_sent = True
             self.link.kill_run(self.token)
 
     def close(self) -> None:
