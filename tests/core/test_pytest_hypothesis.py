@@ -5,15 +5,11 @@ phases Hypothesis would use."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from ol.core.runner import child_env
-
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.kit import pytest_with_plugin
 
 REPORT_PHASES = '''
 from hypothesis import Phase, settings
@@ -32,11 +28,7 @@ settings.register_profile("mine", deadline=None)
 def phases_seen(tmp_path: Path, *arguments: str) -> str:
     (tmp_path / "test_phases.py").write_text(REPORT_PHASES)
     (tmp_path / "conftest.py").write_text(PROFILES)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "ol.core.pytest_hypothesis", "-p", "no:cacheprovider", "-q", "-s",
-         "test_phases.py", *arguments],
-        cwd=tmp_path, env=child_env(ROOT), capture_output=True, text=True, timeout=120,
-    )
+    done = pytest_with_plugin(tmp_path, "ol.core.pytest_hypothesis", "-s", "test_phases.py", *arguments)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 

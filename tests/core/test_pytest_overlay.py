@@ -4,13 +4,8 @@ named by $OL_OVERLAY before pytest imports any test, and does nothing without it
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
-from ol.core.runner import child_env
-
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.kit import pytest_with_plugin
 
 
 def test_pytest_plugin_installs_the_overlay_from_the_environment(tmp_path):
@@ -26,11 +21,7 @@ def test_pytest_plugin_installs_the_overlay_from_the_environment(tmp_path):
         "    assert olx_plugged.ANSWER == 'from json'\n"
         "    assert olx_file.ANSWER == 'from a file'\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", str(tmp_path / "test_plugged.py"), "-p", "ol.core.pytest_overlay",
-         "-p", "no:cacheprovider", "-q"],
-        cwd=tmp_path, env=child_env(ROOT, OL_OVERLAY=str(overlay_file)), capture_output=True, text=True,
-    )
+    done = pytest_with_plugin(tmp_path, "ol.core.pytest_overlay", "test_plugged.py", env={"OL_OVERLAY": str(overlay_file)})
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -43,10 +34,5 @@ def test_without_the_variable_nothing_is_overlaid(tmp_path):
         "    assert olx_plain.ANSWER == 'on disk'\n"
         "    assert not [f for f in sys.meta_path if type(f).__name__ == 'OverlayFinder']\n"
     )
-    env = child_env(ROOT)
-    env.pop("OL_OVERLAY", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "test_plain.py", "-p", "ol.core.pytest_overlay", "-p", "no:cacheprovider", "-q"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
-    )
+    done = pytest_with_plugin(tmp_path, "ol.core.pytest_overlay", "test_plain.py", unset=("OL_OVERLAY",))
     assert done.returncode == 0, done.stdout + done.stderr

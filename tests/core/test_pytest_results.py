@@ -6,13 +6,9 @@ module's docstring promises."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from ol.core.runner import child_env
-
-ROOT = Path(__file__).resolve().parents[2]
+from helpers.kit import pytest_with_plugin
 
 KINDS = '''
 import pytest
@@ -40,10 +36,7 @@ def test_left_out_by_k(): pass
 
 def outcomes_of(tmp_path: Path, *arguments: str) -> dict:
     results = tmp_path / "results.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "ol.core.pytest_results", "-p", "no:cacheprovider", "-q", *arguments],
-        cwd=tmp_path, env=child_env(ROOT, OL_RESULTS=str(results)), capture_output=True, text=True, timeout=120,
-    )
+    done = pytest_with_plugin(tmp_path, "ol.core.pytest_results", *arguments, env={"OL_RESULTS": str(results)})
     assert results.exists(), done.stdout + done.stderr
     return json.loads(results.read_text())
 
@@ -77,11 +70,6 @@ def test_a_file_that_cannot_be_imported_is_an_error(tmp_path):
 
 def test_without_the_variable_nothing_is_written(tmp_path):
     (tmp_path / "test_fine.py").write_text("def test_fine(): pass\n")
-    env = child_env(ROOT)
-    env.pop("OL_RESULTS", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "ol.core.pytest_results", "-p", "no:cacheprovider", "-q", "test_fine.py"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
-    )
+    done = pytest_with_plugin(tmp_path, "ol.core.pytest_results", "test_fine.py", unset=("OL_RESULTS",))
     assert done.returncode == 0, done.stdout + done.stderr
     assert not [path for path in tmp_path.rglob("*.json")], "the plugin wrote a file nobody asked for"

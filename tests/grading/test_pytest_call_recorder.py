@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
+from helpers.kit import ROOT, pytest_with_plugin
 from ol.core.runner import child_env
-
-ROOT = Path(__file__).resolve().parents[2]
 
 TARGET = "import numpy as np\n\ndef scale(x, k=2.0):\n    return np.asarray(x) * k\n"
 SUITE = '''
@@ -43,13 +40,8 @@ def record(tmp_path: Path, settings: dict) -> dict:
     (tmp_path / "test_suite.py").write_text(SUITE)
     settings = {"target": "olx_target", "out": str(tmp_path / "results.json"), **settings}
     (tmp_path / "settings.json").write_text(json.dumps(settings))
-    env = child_env(ROOT)
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "test_suite.py", "-p", "ol.grading.pytest_call_recorder",
-         "--ol-record", "settings.json", "-p", "no:cacheprovider", "-q"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
-    )
+    done = pytest_with_plugin(tmp_path, "ol.grading.pytest_call_recorder", "test_suite.py", "--ol-record", "settings.json",
+                              env={"PYTHONPATH": os.pathsep.join([str(tmp_path), child_env(ROOT)["PYTHONPATH"]])})
     assert done.returncode == 0, done.stdout + done.stderr   # recording never changes a test's outcome
     return json.loads((tmp_path / "results.json").read_text())
 
@@ -78,9 +70,5 @@ def test_without_the_option_nothing_is_wrapped(tmp_path):
         "import olx_target\n\n"
         "def test_it():\n"
         "    assert olx_target.scale.__module__ == 'olx_target' and not hasattr(olx_target.scale, '__wrapped__')\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "test_plain.py", "-p", "ol.grading.pytest_call_recorder",
-         "-p", "no:cacheprovider", "-q"],
-        cwd=tmp_path, env=child_env(ROOT), capture_output=True, text=True, timeout=120,
-    )
+    done = pytest_with_plugin(tmp_path, "ol.grading.pytest_call_recorder", "test_plain.py")
     assert done.returncode == 0, done.stdout + done.stderr

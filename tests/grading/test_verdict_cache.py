@@ -7,13 +7,12 @@ tests' pass kept while the code is the same: test_check.py, through ol.)"""
 from __future__ import annotations
 
 import ast
-import dataclasses
 import json
 
 import pytest
 
 from helpers.kit import ROOT
-from helpers.sessions import warm_check_equal_to_cold
+from helpers.sessions import sampled, warm_check_equal_to_cold
 from ol.core.test_folder import TestFolder
 from ol.grading.grader import PitfallSeen
 from ol.grading.session import GradingSession
@@ -78,8 +77,7 @@ def test_what_was_seen_on_a_pitfall_is_kept_for_the_tests_whose_code_is_unchange
 @pytest.mark.slow
 @pytest.mark.needs_confinement
 def test_a_warm_recheck_grades_as_a_cold_check_over_a_sequence_of_edits(tmp_path):
-    session = GradingSession(ROOT, "L7.3")
-    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::8])
+    session = sampled("L7.3", every=8)
     folder = tmp_path / "l7-3-rope"
     folder.mkdir()
     weak = (SUITES / "shapes-and-errors" / "test_rope_shapes.py").read_text()
@@ -117,8 +115,7 @@ def generated(result) -> dict[str, str]:
 def test_a_warm_recheck_of_a_one_file_suite_keeps_the_kills_of_unchanged_tests(tmp_path):
     """Students write one test file: adding or editing one test re-grades
     only what it can change, and the grade is still the cold check's."""
-    session = GradingSession(ROOT, "L7.3")
-    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::8])
+    session = sampled("L7.3", every=8)
     folder = tmp_path / "l7-3-rope"
     folder.mkdir()
     suite = folder / "test_rope.py"
@@ -166,8 +163,7 @@ def test_a_recheck_does_not_cut_a_run_that_would_have_ended_by_itself(tmp_path):
     every pitfall it tells from the reference, ahead of tests the last check
     saw fail there.  A cold check's run ends at it, so its "by" holds the new
     test alone; a run cut from the last check would add the others."""
-    session = GradingSession(ROOT, "L7.3")
-    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::40])
+    session = sampled("L7.3", every=40)
     folder = tmp_path / "l7-3-rope"
     folder.mkdir()
     suite = folder / "test_rope.py"

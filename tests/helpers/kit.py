@@ -71,6 +71,20 @@ def run_ol(checkout: Path, *args: str, cwd: Path, env: dict | None = None, timeo
                           capture_output=True, text=True, timeout=timeout)
 
 
+def pytest_with_plugin(folder: Path, plugin: str, *args: str, env: dict[str, str] | None = None,
+                       unset: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """A real pytest in `folder` with one of ol's plugins (`-p plugin`), this
+    repository's `ol` first on its path; `env` added to the environment,
+    `unset` taken out of it."""
+    from ol.core.runner import child_env
+
+    environment = child_env(ROOT, **(env or {}))
+    for name in unset:
+        environment.pop(name, None)
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", plugin, "-p", "no:cacheprovider", "-q", *args],
+                          cwd=folder, env=environment, capture_output=True, text=True, timeout=120)
+
+
 def explain(result: subprocess.CompletedProcess) -> str:
     return f"exit {result.returncode}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
 
