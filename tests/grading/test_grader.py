@@ -23,8 +23,10 @@ LIMIT = 60.0
 TESTS = ["t.py::test_a", "t.py::test_new", "t.py::test_b", "t.py::test_c", "t.py::test_left_out"]
 A, NEW, B, C, LEFT_OUT = TESTS
 PITFALL = Variant("pitfall:s01", "", "rope.py")
-# the last check: test_b and test_c failed on the pitfall, test_a passed; test_new did not exist
-SEEN = PitfallSeen({A: False, B: True, C: True, LEFT_OUT: True}, cpu=0.3, seconds=0.5)
+# the last check: test_b and test_c failed on the pitfall, test_a passed; test_new did not exist, so
+# test_b ran after test_a then (after: the test each ran before, whose teardown pytest fits to it)
+SEEN = PitfallSeen({A: False, B: True, C: True, LEFT_OUT: True}, {A: B, B: C, C: LEFT_OUT, LEFT_OUT: None},
+                   cpu=0.3, seconds=0.5)
 # this check's run: test_a passed, the new test failed, and the run began test_b: cut there
 CUT_NOTES = [{"collected": TESTS}, {"running": A}, {"passed": A}, {"running": NEW}, {"failed": NEW}, {"running": B}]
 KILLED = 128 + signal.SIGKILL
@@ -53,7 +55,25 @@ def test_a_cut_run_is_completed_from_what_the_last_check_saw():
     assert verdict.status == FAILED and verdict.failed == (NEW, B, C), "graded failures, in running order"
     assert made.runs_cut == 1
     assert made.seen[PITFALL.key] == PitfallSeen({A: False, NEW: True, B: True, C: True, LEFT_OUT: True},
+                                                 {A: NEW, NEW: B, B: C, C: LEFT_OUT, LEFT_OUT: None},
                                                  cpu=0.1 + 0.3, seconds=0.2 + 0.5), "at most, for the next cut"
+
+
+def test_an_outcome_holds_only_before_the_same_test_as_then():
+    """The attack: teardown_module fails on the pitfall.  pytest runs it in the
+    teardown of the module's last test and charges the failure to that test.
+    Last time test_c was the last; now a new test runs after it, which takes
+    the failure: test_c's old failure must not be added."""
+    order = [A, B, C, NEW]
+    seen = PitfallSeen({A: False, B: False, C: True}, {A: B, B: C, C: None}, cpu=0.3, seconds=0.5)
+    assert seen.holding(order) == {A: False, B: False}
+    notes = [{"collected": order}, {"running": A}, {"passed": A}, {"running": B}, {"passed": B}, {"running": C}]
+    assert not _past_the_unseen(notes, seen), "test_c ran before another test then: it must run"
+    made = grader()
+    made.collected = list(order)
+    ended = notes + [{"passed": C}, {"running": NEW}, {"failed": NEW}]
+    verdict = verdict_of(made, outcome(notes=ended, stopped="", tests_stopped=False, exit=EXIT_FAILED), seen=seen)
+    assert verdict.failed == (NEW,)
 
 
 def test_a_run_that_ended_by_itself_before_the_stop_landed_is_its_own_end():
@@ -81,6 +101,15 @@ def test_past_a_limits_margin_the_pitfall_runs_again_uncut(spent):
     assert verdict_of(made, outcome()) is not None, "just under the margins, it is cut"
 
 
+def test_a_test_over_its_share_before_the_cut_runs_the_pitfall_again():
+    """A test stopped at its share of processor time fails and the run goes on
+    to the tests after it: the verdict is a timeout whose "by" a run to the end
+    would add to."""
+    made = grader()
+    overtime = CUT_NOTES[:4] + [{"overtime": NEW}, {"failed": NEW}, {"running": B}]
+    assert verdict_of(made, outcome(notes=overtime)) is None and made.runs_cut == 0
+
+
 def test_a_student_kits_variant_not_imported_before_the_cut_runs_again():
     """Caught without importing is no catch in a student kit; a test after the
     cut might import it, so the cut cannot say."""
@@ -94,16 +123,17 @@ def test_a_student_kits_variant_not_imported_before_the_cut_runs_again():
 def test_a_cut_run_that_saw_no_failure_and_knows_none_passes():
     made = grader()
     notes = [{"collected": TESTS}, {"running": A}, {"passed": A}, {"running": NEW}, {"passed": NEW}, {"running": B}]
-    verdict = verdict_of(made, outcome(notes=notes), seen=PitfallSeen({A: False, B: False, C: False}, 0.3, 0.5))
+    verdict = verdict_of(made, outcome(notes=notes), seen=PitfallSeen({A: False, B: False, C: False},
+                                                                      {A: B, B: C, C: LEFT_OUT}, 0.3, 0.5))
     assert verdict.status == PASSED and verdict.detail != NOT_IMPORTED
 
 
 def test_the_observer_cuts_only_once_a_test_after_every_unseen_one_has_begun():
-    seen = SEEN.failed
-    assert _past_the_unseen(CUT_NOTES, seen)
-    assert not _past_the_unseen(CUT_NOTES[:-1], seen), "the run might still end by itself after test_new"
-    assert not _past_the_unseen(CUT_NOTES[:3], seen), "test_new has not run"
-    assert not _past_the_unseen(CUT_NOTES, {A: False, B: True}), "test_c was not seen: it must run"
+    assert _past_the_unseen(CUT_NOTES, SEEN)
+    assert not _past_the_unseen(CUT_NOTES[:-1], SEEN), "the run might still end by itself after test_new"
+    assert not _past_the_unseen(CUT_NOTES[:3], SEEN), "test_new has not run"
+    without_c = PitfallSeen({A: False, B: True}, {A: B, B: C}, 0.3, 0.5)
+    assert not _past_the_unseen(CUT_NOTES, without_c), "test_c was not seen: it must run"
     overtime = CUT_NOTES[:4] + [{"overtime": NEW}, {"failed": NEW}, {"running": B}]
-    assert not _past_the_unseen(overtime, seen), "stopped at its share of time: a time, not an outcome"
-    assert not _past_the_unseen([line for line in CUT_NOTES if "collected" not in line], seen), "no collection said"
+    assert not _past_the_unseen(overtime, SEEN), "stopped at its share of time: a time, not an outcome"
+    assert not _past_the_unseen([line for line in CUT_NOTES if "collected" not in line], SEEN), "no collection said"

@@ -58,20 +58,22 @@ def test_what_was_seen_on_a_pitfall_is_kept_for_the_tests_whose_code_is_unchange
     def cache():
         return VerdictCache(path, session, TestFolder(folder).snapshot(), time_limit=60.0)
 
-    cache().save({}, {"pitfall:s01": PitfallSeen({a: False, b: True}, cpu=0.25, seconds=0.5)})
+    cache().save({}, {"pitfall:s01": PitfallSeen({a: False, b: True}, {a: b, b: None}, cpu=0.25, seconds=0.5)})
     assert cache().pitfalls_seen(["pitfall:s01", "pitfall:s02"]) == {
-        "pitfall:s01": PitfallSeen({a: False, b: True}, cpu=0.25, seconds=0.5)}
+        "pitfall:s01": PitfallSeen({a: False, b: True}, {a: b, b: None}, cpu=0.25, seconds=0.5)}
     (folder / "test_rope.py").write_text("def test_a():\n    assert True\n\n\ndef test_b():\n    assert 2\n")
-    assert cache().pitfalls_seen(["pitfall:s01"]) == {"pitfall:s01": PitfallSeen({a: False}, cpu=0.25, seconds=0.5)}, \
-        "test_b changed: its outcome must be seen again"
+    assert cache().pitfalls_seen(["pitfall:s01"]) == {"pitfall:s01": PitfallSeen({}, {}, cpu=0.25, seconds=0.5)}, \
+        "test_b changed: its outcome must be seen again, and test_a's, whose teardown test_b's needs shape"
     record = json.loads(path.read_text())
     entry = record["pitfalls"]["pitfall:s01"]
     for broken in ({**entry, "cpu": "0.25"}, {**entry, "cpu": float("nan")}, {**entry, "seconds": -1.0},
                    {**entry, "cpu": True}, {**entry, "tests": [a]}, "seen", {**entry, "seconds": float("inf")}):
         path.write_text(json.dumps({**record, "pitfalls": {"pitfall:s01": broken}}))
         assert cache().pitfalls_seen(["pitfall:s01"]) == {}, broken
-    path.write_text(json.dumps({**record, "pitfalls": {"pitfall:s01": {**entry, "tests": {a: ["x", "passed"], b: 3}}}}))
-    assert cache().pitfalls_seen(["pitfall:s01"]) == {"pitfall:s01": PitfallSeen({}, 0.25, 0.5)}, "each bad test dropped"
+    path.write_text(json.dumps({**record, "pitfalls": {"pitfall:s01": {**entry, "tests": {
+        a: ["x", "passed", None, None], b: 3, "t.py::test_gone": [None, True, None, None]}}}}))
+    assert cache().pitfalls_seen(["pitfall:s01"]) == {"pitfall:s01": PitfallSeen({}, {}, 0.25, 0.5)}, \
+        "each bad test dropped"
 
 
 @pytest.mark.slow
@@ -183,3 +185,36 @@ def test_a_recheck_does_not_cut_a_run_that_would_have_ended_by_itself(tmp_path):
     ended = warm_check_equal_to_cold(session, folder, cache, cuts)
     assert [p.tests for p in ended.pitfalls if any("test_ends_the_run" in t for t in p.tests)], \
         "the new test must end some pitfall's run, or this attack tries nothing"
+
+
+@pytest.mark.slow
+@pytest.mark.needs_confinement
+def test_a_recheck_takes_no_outcome_of_a_test_whose_next_test_changed(tmp_path):
+    """The attack on the cut (a review's): teardown_module fails on pitfall
+    s02 (the sine negated), and pytest charges that to the module's last test.
+    Delete the last test: the one before it is last now and fails in a cold
+    check, where the last check saw it pass."""
+    session = sampled("L7.3", every=40)
+    folder = tmp_path / "l7-3-rope"
+    folder.mkdir()
+    suite = folder / "test_rope.py"
+    head = (
+        "import numpy as np\n"
+        "from tinyllm.modern.rope import rope_cos_sin\n\n\n"
+        "def teardown_module():\n"
+        "    cos, sin = rope_cos_sin(1, [1.0, 0.01])\n"
+        "    assert np.asarray(sin).ravel()[0] > 0\n\n\n"
+        "def test_cos_table():\n"
+        "    sum(range(20_000_000))   # long enough for the observer's stop to land inside it\n"
+        "    cos, sin = rope_cos_sin(1, [1.0, 0.01])\n"
+        "    assert np.allclose(np.asarray(cos).ravel(), np.cos([1.0, 0.01]), atol=1e-6)\n"
+    )
+    last = ("\n\ndef test_shape():\n    cos, sin = rope_cos_sin(1, [1.0, 0.01])\n"
+            "    assert np.asarray(cos).shape == np.asarray(sin).shape\n")
+    cache = tmp_path / "verdicts.json"
+    suite.write_text(head + last)
+    first = warm_check_equal_to_cold(session, folder, cache)
+    assert [p.tests for p in first.pitfalls if p.id == "s02"] == [(f"{session.suite_path(folder)}/test_rope.py::test_shape",)]
+    suite.write_text(head)   # test_cos_table's own code is unchanged
+    warm_check_equal_to_cold(session, folder, cache)
+

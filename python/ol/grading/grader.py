@@ -89,16 +89,28 @@ class PitfallSeen:
     (ol.grading.verdict_cache keeps it; only tests whose code is unchanged).
 
     A re-check stops the pitfall's run once the run has begun a test after
-    every test not in `failed`, and takes those tests' outcomes from here: the
-    report's "by" is then the one a run to the end gives, for tests that do not
-    depend on one another's side effects.  Processor time and wall time do add
-    up across a run's tests, so the cut holds only while this run and a whole
-    run of the last check (`cpu`, `seconds`: at most) fit in SEEN_MARGIN of
-    the limits; past it the pitfall runs again to its end."""
+    every test whose outcome does not hold (holding()), and takes the others'
+    from here: the report's "by" is then the one a run to the end gives, for
+    tests that do not depend on one another's side effects nor on what else is
+    collected (request.session.items).  An outcome holds while the test runs
+    before the same test as then: pytest tears a module's or a session's
+    fixtures down, and runs teardown_module, in the teardown of the test before
+    the first that does not need them, and charges a failure there to that
+    test.  Processor time and wall time add up across a run's tests, so the
+    cut holds only while this run and a whole run of the last check (`cpu`,
+    `seconds`: at most) fit in SEEN_MARGIN of the limits; past it the pitfall
+    runs again to its end."""
 
-    failed: dict[str, bool]   # test -> whether it failed on the pitfall
-    cpu: float                # processor seconds of a run to the end, the larger side's (at most)
-    seconds: float            # wall seconds of it (at most)
+    failed: dict[str, bool]         # test -> whether it failed on the pitfall
+    after: dict[str, str | None]    # test -> the test that ran after it then (None: it was the last)
+    cpu: float                      # processor seconds of a run to the end, the larger side's (at most)
+    seconds: float                  # wall seconds of it (at most)
+
+    def holding(self, order: list[str]) -> dict[str, bool]:
+        """The outcomes that hold in a run whose tests run in `order`."""
+        now = _successors(order)
+        return {test: failed for test, failed in self.failed.items()
+                if test in now and test in self.after and self.after[test] == now[test]}
 
 
 class SuiteProblem(Exception):
@@ -267,24 +279,27 @@ class Grader:
         the cut does not hold (past SEEN_MARGIN of a limit, or a student kit's
         variant not imported before the cut): the pitfall runs again, uncut."""
         finished = _finished(outcome.notes)
+        order = _collected(outcome.notes) or list(self.collected)
+        after = _successors(order)
         cpu = max(outcome.cpu_seconds or 0.0, outcome.impl_cpu_seconds or 0.0)
         cut = outcome.stopped == STOP_SEEN and outcome.tests_stopped and outcome.exit == 128 + signal.SIGKILL
         if not cut or seen is None:   # (the observer cuts only a pitfall in `seen`)
             if outcome.stopped == STOP_SEEN:   # it ended by itself before the stop landed: its own end counts
                 verdict = self._judged(variant, dataclasses.replace(outcome, stopped=""))
             if verdict.status in (PASSED, FAILED) and outcome.stopped in ("", STOP_SEEN):   # ran to its own end
-                self.seen[variant.key] = PitfallSeen(finished, cpu, outcome.seconds)
+                self.seen[variant.key] = PitfallSeen(finished, {t: after.get(t) for t in finished}, cpu, outcome.seconds)
             return verdict
+        # past a limit's margin, a timeout (a test over its share goes on to the tests after it) or a
+        # student kit's variant not imported yet, what a run to the end gives is not known: run it so
         if (cpu + seen.cpu > SEEN_MARGIN * self.time_limit
                 or outcome.seconds + seen.seconds > SEEN_MARGIN * WALL_FACTOR * self.time_limit
-                or verdict.detail == NOT_IMPORTED):
+                or verdict.status not in (PASSED, FAILED) or verdict.detail == NOT_IMPORTED):
             return None
-        if verdict.status not in (PASSED, FAILED):   # timed out or crashed before the cut: no run goes further
-            return verdict
         self.runs_cut += 1
-        outcomes = {**seen.failed, **finished}
-        self.seen[variant.key] = PitfallSeen(outcomes, cpu + seen.cpu, outcome.seconds + seen.seconds)
-        failed = tuple(test for test in self.collected if outcomes.get(test) and test not in self.left_out)
+        outcomes = {**seen.holding(order), **finished}
+        self.seen[variant.key] = PitfallSeen(outcomes, {t: after.get(t) for t in outcomes},
+                                             cpu + seen.cpu, outcome.seconds + seen.seconds)
+        failed = tuple(test for test in order if outcomes.get(test) and test not in self.left_out)
         if not failed:
             return verdict
         return Verdict(variant.key, FAILED, failed[:MAX_REPORTED_FAILURES], outcome.seconds,
@@ -315,7 +330,7 @@ class Grader:
             running = _unfinished(notes)
             if running is not None and running in known["collected"][cutoff[0]:]:
                 return STOP_DONE
-            if variant.key in seen and _past_the_unseen(notes, seen[variant.key].failed):
+            if variant.key in seen and _past_the_unseen(notes, seen[variant.key]):
                 return STOP_SEEN
             return None
 
@@ -488,18 +503,31 @@ def _finished(notes: list[dict]) -> dict[str, bool]:
     return {test: failed for test, failed in finished.items() if test not in overtime}
 
 
-def _past_the_unseen(notes: list[dict], seen: dict[str, bool]) -> bool:
+def _past_the_unseen(notes: list[dict], seen: PitfallSeen) -> bool:
     """Whether a run has begun a test after each test of its collection whose
-    outcome is not in `seen`: the test it runs now is in `seen`, and so is
+    outcome does not hold from `seen`: the test it runs now holds, and so does
     every test it has not finished.  (Begun: the test before it ended, its
     teardown too, and the run went on; a run that ends by itself after its
     last unseen test is never cut.)"""
-    collected = next((line["collected"] for line in notes if "collected" in line), None)
-    running = _unfinished(notes)
-    if not isinstance(collected, list) or running is None or running not in seen:
+    order = _collected(notes)
+    if order is None:
+        return False
+    holding, running = seen.holding(order), _unfinished(notes)
+    if running is None or running not in holding:
         return False
     finished = _finished(notes)
-    return all(test in finished or test in seen for test in map(str, collected))
+    return all(test in finished or test in holding for test in order)
+
+
+def _collected(notes: list[dict]) -> list[str] | None:
+    """The run's tests in running order, as its notes say (None: not said)."""
+    collected = next((line["collected"] for line in notes if "collected" in line), None)
+    return [str(test) for test in collected] if isinstance(collected, list) else None
+
+
+def _successors(order: list[str]) -> dict[str, str | None]:
+    """Each test -> the test after it in `order` (None for the last)."""
+    return {test: (order[index + 1] if index + 1 < len(order) else None) for index, test in enumerate(order)}
 
 
 def _unfinished(notes: list[dict]) -> str | None:

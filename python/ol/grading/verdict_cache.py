@@ -23,8 +23,10 @@ edit can change: the survivors, and the catches of tests whose code changed.
 The correct implementations always run again in full: which tests are graded
 is seen in every check.  A pitfall runs again until it has gone past every
 test whose outcome on it the last check did not see with the same code; the
-rest of its outcomes come from here (ol.grading.grader.PitfallSeen), so the
-report's "by" is a run to the end's.
+rest of its outcomes come from here (ol.grading.grader.PitfallSeen: each
+while the test after it is the same too), so the report's "by" is a run to
+the end's, for tests that do not depend on one another's side effects nor on
+what else is collected.
 Verdicts are deterministic (fixed hash seed, derandomized Hypothesis seeded
 from each test's own source, one running order fixed by the suite's code),
 so a warm check gives the cold check's grade for tests that do not depend on
@@ -113,10 +115,17 @@ class VerdictCache:
             if not all(isinstance(n, (int, float)) and not isinstance(n, bool) and 0 <= n < float("inf")
                        for n in (cpu, seconds)):
                 continue
-            failed = {test: outcome[1] for test, outcome in entry["tests"].items()
-                      if isinstance(outcome, list) and len(outcome) == 2 and isinstance(outcome[1], bool)
-                      and outcome[0] is not None and outcome[0] == self.digests.of(test)}
-            seen[key] = PitfallSeen(failed, float(cpu), float(seconds))
+            failed, after = {}, {}
+            for test, said in entry["tests"].items():
+                # [its code's digest, failed, the test after it, that test's digest]: the test and the one
+                # after it unchanged (the teardown a test runs depends on what the next one needs)
+                if not (isinstance(said, list) and len(said) == 4 and isinstance(said[1], bool)
+                        and said[0] is not None and said[0] == self.digests.of(test)
+                        and (said[2] is None or (isinstance(said[2], str) and said[3] is not None
+                                                 and said[3] == self.digests.of(said[2])))):
+                    continue
+                failed[test], after[test] = said[1], said[2]
+            seen[key] = PitfallSeen(failed, after, float(cpu), float(seconds))
         return seen
 
     def save(self, catches: dict[str, str], pitfalls: dict[str, PitfallSeen] | None = None) -> None:
@@ -128,8 +137,10 @@ class VerdictCache:
             digest = self.digests.of(test)
             if digest is not None:
                 entries[key] = {"test": test, "code": digest}
-        seen = {key: {"tests": {test: [self.digests.of(test), failed] for test, failed in what.failed.items()
-                                if self.digests.of(test) is not None},
+        seen = {key: {"tests": {test: [self.digests.of(test), failed, what.after.get(test),
+                                       self.digests.of(what.after[test]) if what.after.get(test) else None]
+                                for test, failed in what.failed.items()
+                                if self.digests.of(test) is not None and test in what.after},
                       "cpu": what.cpu, "seconds": what.seconds}
                 for key, what in (pitfalls or {}).items()}
         data = {"format": FORMAT, "fingerprint": self.fingerprint, "folder": self.suite_path,
