@@ -22,9 +22,10 @@ machine is shared: only the ratio, measured side by side, means much.
 Then the re-check, twice: a suite of three files (the model answer and
 calibration suites a and c), and the model answer's single file as most
 students write it; each checked once, one test appended to one file, then
-`ol check` again (it keeps the catches of every test whose code is unchanged)
-beside `ol check --fresh` (everything graded again).  Prints the median
-ratio re-check / cold of each (target <= 0.3).
+`ol check` again (it keeps the catches of every test whose code is unchanged,
+and cuts each pitfall's run where the last check saw the rest) beside
+`ol check --fresh` (everything graded again).  Prints the median ratio
+re-check / cold of each (target <= 0.25).
 
     python bench/bench_check.py --recheck-only    # the re-checks alone, without mutmut
     python bench/bench_check.py --profile         # where one check's time goes, by stage

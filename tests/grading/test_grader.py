@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ol.grading.grader import (FAILED, NOT_IMPORTED, PASSED, SEEN_MARGIN, STOP_SEEN, Grader, LeftOut,
+from ol.grading.grader import (FAILED, PASSED, SEEN_MARGIN, STOP_SEEN, Grader, LeftOut,
                                PitfallSeen, _past_the_unseen)
 from ol.grading.pytest_driver import EXIT_FAILED
 from ol.grading.scheduler import WALL_FACTOR, RunOutcome
@@ -85,7 +85,7 @@ def test_a_run_that_ended_by_itself_before_the_stop_landed_is_its_own_end():
         made = grader()
         verdict = verdict_of(made, run)
         assert verdict.failed == (NEW,) and made.runs_cut == 0, (run, verdict)
-        assert made.seen[PITFALL.key].failed == {A: False, NEW: True}
+        assert made.seen[PITFALL.key].outcomes == {A: False, NEW: True}
 
 
 @pytest.mark.parametrize("spent", [
@@ -118,6 +118,9 @@ def test_a_student_kits_variant_not_imported_before_the_cut_runs_again():
     assert verdict_of(made, outcome(), variant=untrusted) is None
     imported = outcome(impl_notes=[{"imported": "tinyllm.modern.rope"}])
     assert verdict_of(made, imported, variant=untrusted).failed == (NEW, B, C)
+    # a new first test that passes without calling the module: nothing caught yet, nothing imported
+    passing = [{"collected": TESTS}, {"running": A}, {"passed": A}, {"running": NEW}, {"passed": NEW}, {"running": B}]
+    assert verdict_of(made, outcome(notes=passing), variant=untrusted) is None
 
 
 def test_a_cut_run_that_saw_no_failure_and_knows_none_passes():
@@ -125,7 +128,7 @@ def test_a_cut_run_that_saw_no_failure_and_knows_none_passes():
     notes = [{"collected": TESTS}, {"running": A}, {"passed": A}, {"running": NEW}, {"passed": NEW}, {"running": B}]
     verdict = verdict_of(made, outcome(notes=notes), seen=PitfallSeen({A: False, B: False, C: False},
                                                                       {A: B, B: C, C: LEFT_OUT}, 0.3, 0.5))
-    assert verdict.status == PASSED and verdict.detail != NOT_IMPORTED
+    assert verdict.status == PASSED and verdict.failed == ()
 
 
 def test_the_observer_cuts_only_once_a_test_after_every_unseen_one_has_begun():
@@ -136,4 +139,6 @@ def test_the_observer_cuts_only_once_a_test_after_every_unseen_one_has_begun():
     assert not _past_the_unseen(CUT_NOTES, without_c), "test_c was not seen: it must run"
     overtime = CUT_NOTES[:4] + [{"overtime": NEW}, {"failed": NEW}, {"running": B}]
     assert not _past_the_unseen(overtime, SEEN), "stopped at its share of time: a time, not an outcome"
+    seen_over = CUT_NOTES[:5] + [{"running": B}, {"overtime": B}, {"failed": B}, {"running": C}]
+    assert not _past_the_unseen(seen_over, SEEN), "a test seen before went over its share: run to the end"
     assert not _past_the_unseen([line for line in CUT_NOTES if "collected" not in line], SEEN), "no collection said"

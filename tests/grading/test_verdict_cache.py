@@ -67,7 +67,8 @@ def test_what_was_seen_on_a_pitfall_is_kept_for_the_tests_whose_code_is_unchange
     record = json.loads(path.read_text())
     entry = record["pitfalls"]["pitfall:s01"]
     for broken in ({**entry, "cpu": "0.25"}, {**entry, "cpu": float("nan")}, {**entry, "seconds": -1.0},
-                   {**entry, "cpu": True}, {**entry, "tests": [a]}, "seen", {**entry, "seconds": float("inf")}):
+                   {**entry, "cpu": True}, {**entry, "tests": [a]}, "seen", {**entry, "seconds": float("inf")},
+                   {**entry, "cpu": 10 ** 400}, {key: value for key, value in entry.items() if key != "cpu"}):
         path.write_text(json.dumps({**record, "pitfalls": {"pitfall:s01": broken}}))
         assert cache().pitfalls_seen(["pitfall:s01"]) == {}, broken
     path.write_text(json.dumps({**record, "pitfalls": {"pitfall:s01": {**entry, "tests": {
@@ -108,7 +109,7 @@ def test_a_warm_recheck_grades_as_a_cold_check_over_a_sequence_of_edits(tmp_path
 
 def generated(result) -> dict[str, str]:
     """The generated mutants a check caught, and by which test: what a re-check may keep
-    (the pitfalls run again in full every time, for the report's "by")."""
+    (the pitfalls run again, cut where the last check saw the rest: PitfallSeen)."""
     return {key: test for key, test in result.killed_by.items() if not key.startswith("pitfall:")}
 
 

@@ -378,7 +378,8 @@ def _check(session: GradingSession, request: CheckRequest, *, confinement: str, 
                                    for file, said in sorted(refused.items())]   # in file order
                 try:
                     variants = session.pitfall_variants() + session.mutant_variants()
-                    keys = [v.key for v in variants if not is_pitfall(v.key)]   # pitfalls run again (STOP_SEEN)
+                    # a pitfall is never carried over: it runs again, cut where the last check saw the rest
+                    keys = [v.key for v in variants if not is_pitfall(v.key)]
                     carried = {key: Verdict(key, FAILED, (test,), 0.0, "caught before, its test unchanged")
                                for key, test in (cache.carried(keys) if cache is not None else {}).items()}
                     seen = cache.pitfalls_seen([v.key for v in variants if is_pitfall(v.key)]) if cache is not None else {}

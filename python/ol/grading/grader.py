@@ -101,7 +101,7 @@ class PitfallSeen:
     `seconds`: at most) fit in SEEN_MARGIN of the limits; past it the pitfall
     runs again to its end."""
 
-    failed: dict[str, bool]         # test -> whether it failed on the pitfall
+    outcomes: dict[str, bool]       # test -> whether it failed on the pitfall (False: it passed)
     after: dict[str, str | None]    # test -> the test that ran after it then (None: it was the last)
     cpu: float                      # processor seconds of a run to the end, the larger side's (at most)
     seconds: float                  # wall seconds of it (at most)
@@ -109,7 +109,7 @@ class PitfallSeen:
     def holding(self, order: list[str]) -> dict[str, bool]:
         """The outcomes that hold in a run whose tests run in `order`."""
         now = _successors(order)
-        return {test: failed for test, failed in self.failed.items()
+        return {test: failed for test, failed in self.outcomes.items()
                 if test in now and test in self.after and self.after[test] == now[test]}
 
 
@@ -215,7 +215,9 @@ class Grader:
         and completed from it (PitfallSeen).
         Raises SuiteProblem if the suite cannot be graded: it does not
         collect, or no test passes on every correct run."""
-        carried, seen = dict(carried or {}), dict(seen or {})
+        carried = dict(carried or {})
+        seen = {key: what for key, what in (seen or {}).items()   # already past a margin: no cut can hold
+                if what.cpu <= SEEN_MARGIN * self.time_limit and what.seconds <= SEEN_MARGIN * WALL_FACTOR * self.time_limit}
         pending = [v for v in variants if v.key not in carried]
         verdicts: dict[str, Verdict] = {}
         # left-out tests only grow, each round runs fewer, and a pitfall cut past the margins
@@ -291,9 +293,11 @@ class Grader:
             return verdict
         # past a limit's margin, a timeout (a test over its share goes on to the tests after it) or a
         # student kit's variant not imported yet, what a run to the end gives is not known: run it so
+        unimported = (self.session.variants_must_import and not variant.is_trusted
+                      and not any("imported" in line for line in outcome.impl_notes))
         if (cpu + seen.cpu > SEEN_MARGIN * self.time_limit
                 or outcome.seconds + seen.seconds > SEEN_MARGIN * WALL_FACTOR * self.time_limit
-                or verdict.status not in (PASSED, FAILED) or verdict.detail == NOT_IMPORTED):
+                or verdict.status not in (PASSED, FAILED) or unimported):
             return None
         self.runs_cut += 1
         outcomes = {**seen.holding(order), **finished}
@@ -510,7 +514,7 @@ def _past_the_unseen(notes: list[dict], seen: PitfallSeen) -> bool:
     teardown too, and the run went on; a run that ends by itself after its
     last unseen test is never cut.)"""
     order = _collected(notes)
-    if order is None:
+    if order is None or any("overtime" in line for line in notes):   # a time, not an outcome: run to the end
         return False
     holding, running = seen.holding(order), _unfinished(notes)
     if running is None or running not in holding:

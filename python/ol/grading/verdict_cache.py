@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 
 from ol.core.files import write_whole
@@ -111,9 +112,12 @@ class VerdictCache:
             entry = self.pitfalls.get(key)
             if not isinstance(entry, dict) or not isinstance(entry.get("tests"), dict):
                 continue
-            cpu, seconds = entry.get("cpu"), entry.get("seconds")
-            if not all(isinstance(n, (int, float)) and not isinstance(n, bool) and 0 <= n < float("inf")
-                       for n in (cpu, seconds)):
+            try:   # a number JSON can hold but a float cannot (1e400 as an integer) is broken too
+                cpu, seconds = (float(entry[name]) for name in ("cpu", "seconds")
+                                if isinstance(entry.get(name), (int, float)) and not isinstance(entry[name], bool))
+            except (ValueError, OverflowError):   # ValueError: one of them missing or not a number
+                continue
+            if not all(math.isfinite(n) and n >= 0 for n in (cpu, seconds)):
                 continue
             failed, after = {}, {}
             for test, said in entry["tests"].items():
@@ -125,7 +129,7 @@ class VerdictCache:
                                                  and said[3] == self.digests.of(said[2])))):
                     continue
                 failed[test], after[test] = said[1], said[2]
-            seen[key] = PitfallSeen(failed, after, float(cpu), float(seconds))
+            seen[key] = PitfallSeen(failed, after, cpu, seconds)
         return seen
 
     def save(self, catches: dict[str, str], pitfalls: dict[str, PitfallSeen] | None = None) -> None:
@@ -139,7 +143,7 @@ class VerdictCache:
                 entries[key] = {"test": test, "code": digest}
         seen = {key: {"tests": {test: [self.digests.of(test), failed, what.after.get(test),
                                        self.digests.of(what.after[test]) if what.after.get(test) else None]
-                                for test, failed in what.failed.items()
+                                for test, failed in what.outcomes.items()
                                 if self.digests.of(test) is not None and test in what.after},
                       "cpu": what.cpu, "seconds": what.seconds}
                 for key, what in (pitfalls or {}).items()}

@@ -4,7 +4,7 @@ broken pipe.  When the shared check's collected suite serves no run
 (NotCollected), each run of it ends as a run that met the same problem in
 an isolated check would: with its exit, and a note the observer's parser
 keeps whole and the grader reads.  (Which frame
-of the collector becomes which problem is held end to end: test_grading's
+of the collector becomes which problem is held end to end: grading/test_check.py's
 suites that do not collect, that hold no test, that call the code under
 test at import.)"""
 
