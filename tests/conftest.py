@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import signal
-from pathlib import Path
 
 import pytest
 
@@ -64,23 +63,6 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     # and the largest file (about 6 minutes) is far below half the run.  --dist says otherwise.
     if getattr(config.option, "numprocesses", None) and config.option.dist == "no":
         config.option.dist = "loadfile"
-
-
-# In a two-worker run, the files that take longest go first (the largest sums in .ci/run's
-# slowest tests): a long file handed out last keeps the whole run waiting for one worker.
-# A stale list costs only time; test_markers holds that each name is a file.
-LONGEST_FIRST = ("end_to_end/test_class_grading.py", "end_to_end/test_trust.py", "instructor/test_release.py",
-                 "end_to_end/test_calibration.py", "instructor/test_verify.py", "grading/test_check.py",
-                 "end_to_end/test_channels.py", "course/test_gemma3.py")
-
-
-@pytest.hookimpl(trylast=True)   # after every folder's hook has marked its tests
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not hasattr(config, "workerinput"):   # one worker (or pytest-xdist's controller): the suite's own order
-        return
-    here = Path(__file__).resolve().parent
-    rank = {here / name: place for place, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(Path(item.path).resolve(), len(rank)))   # stable: each file stays whole
 
 
 @pytest.hookimpl(tryfirst=True)  # before the fixtures that grade

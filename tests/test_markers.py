@@ -310,24 +310,6 @@ def test_two_workers_take_whole_files_unless_told_otherwise(pytestconfig):
     assert dist_after(dist="no") == "no"          # pytest-xdist not installed: no such option
 
 
-def test_the_longest_files_go_first_to_two_workers_and_each_stays_whole(pytestconfig):
-    from types import SimpleNamespace
-
-    kit = next(plugin for plugin in pytestconfig.pluginmanager.get_plugins()
-               if getattr(plugin, "__file__", None) == str(TESTS / "conftest.py"))
-    assert [name for name in kit.LONGEST_FIRST if not (TESTS / name).is_file()] == [], "rename it in LONGEST_FIRST"
-    files = [TESTS / "core/test_files.py", TESTS / kit.LONGEST_FIRST[1], TESTS / kit.LONGEST_FIRST[0]]
-    items = [SimpleNamespace(path=path, name=f"{path.name}-{n}") for path in files for n in range(2)]
-    worker, alone = SimpleNamespace(workerinput={}), SimpleNamespace()
-    in_worker = list(items)
-    kit.pytest_collection_modifyitems(worker, in_worker)
-    assert [item.path for item in in_worker] == [files[2], files[2], files[1], files[1], files[0], files[0]]
-    assert [item.name for item in in_worker][:2] == [f"{files[2].name}-0", f"{files[2].name}-1"]
-    one_worker = list(items)
-    kit.pytest_collection_modifyitems(alone, one_worker)
-    assert one_worker == items, "one worker runs the files in their own order"
-
-
 def test_a_misspelt_marker_is_an_error_in_the_kit_tests(tmp_path):
     """@pytest.mark.slwo would put a slow test in the fast tier without a word."""
     probe = "import pytest\n\n\n@pytest.mark.slwo\ndef test_misspelt():\n    pass\n\n\n" \
