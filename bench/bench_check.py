@@ -31,8 +31,8 @@ re-check / cold of each (target <= 0.25).
     python bench/bench_check.py --profile         # where one check's time goes, by stage
 
 --profile grades the model answer once shared and once isolated, in
-process, then re-checks it shared after one test is added, and prints each stage's wall time (ol.grading.events' StageEnded
-events: fixtures and the static check, the sandboxes' start, the course
+process, then re-checks it shared after one test is added, and prints
+each stage's wall time (ol.grading.events' StageEnded events: fixtures and the static check, the sandboxes' start, the course
 tests, the suite on every variant with its collection, the left-out
 report, the result), the runs (on correct implementations and again) and
 runs and mutants per second, beside `mutmut run`'s mutants per second on

@@ -216,8 +216,7 @@ class Grader:
         Raises SuiteProblem if the suite cannot be graded: it does not
         collect, or no test passes on every correct run."""
         carried = dict(carried or {})
-        seen = {key: what for key, what in (seen or {}).items()   # already past a margin: no cut can hold
-                if what.cpu <= SEEN_MARGIN * self.time_limit and what.seconds <= SEEN_MARGIN * WALL_FACTOR * self.time_limit}
+        seen = {key: what for key, what in (seen or {}).items() if self._within_margins(what.cpu, what.seconds)}
         pending = [v for v in variants if v.key not in carried]
         verdicts: dict[str, Verdict] = {}
         # left-out tests only grow, each round runs fewer, and a pitfall cut past the margins
@@ -295,8 +294,7 @@ class Grader:
         # student kit's variant not imported yet, what a run to the end gives is not known: run it so
         unimported = (self.session.variants_must_import and not variant.is_trusted
                       and not any("imported" in line for line in outcome.impl_notes))
-        if (cpu + seen.cpu > SEEN_MARGIN * self.time_limit
-                or outcome.seconds + seen.seconds > SEEN_MARGIN * WALL_FACTOR * self.time_limit
+        if (not self._within_margins(cpu + seen.cpu, outcome.seconds + seen.seconds)
                 or verdict.status not in (PASSED, FAILED) or unimported):
             return None
         self.runs_cut += 1
@@ -308,6 +306,11 @@ class Grader:
             return verdict
         return Verdict(variant.key, FAILED, failed[:MAX_REPORTED_FAILURES], outcome.seconds,
                        verdict.detail if verdict.status == FAILED else "")
+
+    def _within_margins(self, cpu: float, seconds: float) -> bool:
+        """Whether a run's processor and wall time fit in SEEN_MARGIN of their
+        limits: a pitfall's run cut there could not have met either."""
+        return cpu <= SEEN_MARGIN * self.time_limit and seconds <= SEEN_MARGIN * WALL_FACTOR * self.time_limit
 
     def _run_stream(self, jobs: list[tuple[Variant, bool]],
                     seen: dict[str, PitfallSeen] | None = None) -> list[RunOutcome]:
