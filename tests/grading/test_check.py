@@ -206,6 +206,41 @@ def test_a_test_that_keeps_the_code_under_test_busy_costs_only_itself(sharing, t
 
 @pytest.mark.slow
 @pytest.mark.needs_confinement
+@pytest.mark.parametrize("sharing", ["shared", "isolated"])
+def test_a_graded_run_has_no_plugin_of_what_the_machine_happens_to_have_installed(sharing, tmp_path):
+    """A fixture of a pytest plugin installed beside the grader (xdist's
+    worker_id: the kit's tests extra installs it) is not there in a graded
+    run, as it is not on Gradescope, which installs no such plugin: the test
+    that asks for it fails on the correct implementations and is left out,
+    and the others are graded.  Hypothesis's plugin is loaded by name."""
+    import importlib.util
+
+    assert importlib.util.find_spec("xdist"), "pytest-xdist is in the kit's tests extra: tests/setup.sh installs it"
+    suite = write_suite(tmp_path / "l7-3-rope", """
+        from hypothesis import given, strategies as st
+
+        def test_needs_a_plugin(worker_id):
+            cos, sin = rope_cos_sin(0, [1.0])
+            assert worker_id and cos.data[0] == 1.0
+
+        @given(st.integers(0, 50))
+        def test_position_zero_is_the_identity(position):
+            cos, sin = rope_cos_sin(0, [1.0, 0.5])
+            out = apply_rope(Tensor(np.array([1.0, 2.0, 3.0, 4.0])), cos, sin, "half")
+            np.testing.assert_allclose(out.data, [1.0, 2.0, 3.0, 4.0])
+    """)
+    session = GradingSession(ROOT, "L7.3")
+    session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::40])
+    result = grade(suite, session=session, isolated=sharing == "isolated")
+    assert result.reason is None and result.tests == 2 and result.graded_tests == 1, \
+        (result.reason, result.problems, result.rejected)
+    assert [(e["test"].rsplit("::", 1)[1], e["status"]) for e in result.rejected] == \
+        [("test_needs_a_plugin", "failed")], result.rejected
+    assert result.rejected[0]["failure"] == "fixture 'worker_id' not found", result.rejected
+
+
+@pytest.mark.slow
+@pytest.mark.needs_confinement
 def test_a_test_stopped_in_the_middle_of_a_call_leaves_the_next_tests_their_own_answers(tmp_path):
     """An endless loop of calls through the proxy is stopped at its share of
     the run's time, most likely between a request and its answer: the stop

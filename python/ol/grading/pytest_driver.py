@@ -338,8 +338,7 @@ def run_pytest(folder: Path, notes: NoteTaker, extra: list[str], base: list[str]
                 if report.outcome != "passed" or report.nodeid not in outcomes:
                     outcomes[report.nodeid] = "error" if report.when != "call" and report.failed else report.outcome
             if report.failed and report.nodeid not in failures:
-                crash = getattr(report.longrepr, "reprcrash", None)
-                failures[report.nodeid] = str(getattr(crash, "message", None) or report.longrepr)[:2000]
+                failures[report.nodeid] = first_failure(report.longrepr)[:2000]
 
         def pytest_collectreport(self, report):
             if report.failed:
@@ -354,6 +353,18 @@ def run_pytest(folder: Path, notes: NoteTaker, extra: list[str], base: list[str]
         sys.stdout.flush()
     notes.send(outcomes=outcomes, failures=failures, output=output.read_text(errors="replace")[-60000:])
     return int(code)
+
+
+def first_failure(longrepr) -> str:
+    """What pytest's short test summary says of a failure: the exception and
+    its message; for a failure with none (a fixture that is not found), its
+    first "E" line ("fixture 'mocker' not found") rather than the file and
+    line it starts with."""
+    message = getattr(getattr(longrepr, "reprcrash", None), "message", None)
+    if message:
+        return str(message)
+    text = str(longrepr)
+    return next((line[1:].strip() for line in text.splitlines() if line.startswith("E ") and line[1:].strip()), text)
 
 
 # ---- warm-up -------------------------------------------------------------------------------
