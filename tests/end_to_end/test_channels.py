@@ -75,7 +75,7 @@ from ol.grading.check import CheckRequest, check_module
 from helpers.sessions import sampled
 session = sampled({module!r}, {every!r})
 result = check_module(Path({root!r}), {module!r}, CheckRequest(tests=Path({suite!r}), course_tests=False,
-                      isolated=True, require_confinement=True), session=session)
+                      isolated=True, require_confinement=True, workers={workers!r}), session=session)
 print(json.dumps(result.to_json()))
 """
 
@@ -84,7 +84,7 @@ def graded_by_uid(suite: Path, tmp_path: Path, every: int) -> dict:
     """`suite` graded L7.3 by `ol check --isolated`'s engine in Docker's default profile (confined by
     uid), against every pitfall and every `every`th mutant: its record, once it has a score."""
     driver = GRADE_IN_PROCESS.format(python=str(ROOT / "python"), tests=str(ROOT / "tests"), module="L7.3",
-                                     root=str(ROOT), suite=str(suite), every=every)
+                                     root=str(ROOT), suite=str(suite), every=every, workers=2)
     r = subprocess.run([*DOCKER_DEFAULT, sys.executable, "-c", driver], capture_output=True, text=True,
                        timeout=1800, cwd=tmp_path, env=dict(os.environ, TMPDIR=str(tmp_path)))
     assert r.returncode == 0, explain(r)
@@ -94,8 +94,10 @@ def graded_by_uid(suite: Path, tmp_path: Path, every: int) -> dict:
 
 
 # Every run of the order attack sleeps about 2.5 s (its duration probes): a few mutants of each module
-# are enough, with every pitfall and every correct run beside them.
+# are enough, with every pitfall and every correct run beside them, and four runs at a time (they wait
+# rather than compute).
 ORDER_SAMPLE = {"L7.4": 100, "L7.5": 50}
+ORDER_WORKERS = 4
 
 
 @pytest.mark.needs_confinement
@@ -105,7 +107,8 @@ def test_the_order_of_a_runs_tests_carries_nothing(module, where, tmp_path):
     suite = channel_suite(module, ["order"], tmp_path)
     under = [] if where == "namespaces" else DOCKER_DEFAULT
     driver = GRADE_IN_PROCESS.format(python=str(ROOT / "python"), tests=str(ROOT / "tests"), module=module,
-                                     root=str(ROOT), suite=str(suite), every=ORDER_SAMPLE[module])
+                                     root=str(ROOT), suite=str(suite), every=ORDER_SAMPLE[module],
+                                     workers=ORDER_WORKERS)
     r = subprocess.run([*under, sys.executable, "-c", driver], capture_output=True, text=True, timeout=1800,
                        cwd=tmp_path, env=dict(os.environ, TMPDIR=str(tmp_path)))
     assert r.returncode == 0, explain(r)
@@ -182,7 +185,7 @@ def test_a_run_that_outlives_its_guard_is_ended_by_its_user(tmp_path):
 
 
     driver = GRADE_IN_PROCESS.format(python=str(ROOT / "python"), tests=str(ROOT / "tests"), module="L7.3",
-                                     root=str(ROOT), suite=str(LEFTOVERS), every=120)
+                                     root=str(ROOT), suite=str(LEFTOVERS), every=120, workers=2)
     check = subprocess.Popen([*DOCKER_DEFAULT, sys.executable, "-c", driver], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=dict(os.environ, TMPDIR=str(tmp_path)))
     killed = []
