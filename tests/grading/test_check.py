@@ -210,18 +210,25 @@ def test_a_test_that_keeps_the_code_under_test_busy_costs_only_itself(sharing, t
 def test_a_graded_run_has_no_plugin_of_what_the_machine_happens_to_have_installed(sharing, tmp_path):
     """A fixture of a pytest plugin installed beside the grader (xdist's
     worker_id: the kit's tests extra installs it) is not there in a graded
-    run, as it is not on Gradescope, which installs no such plugin: the test
-    that asks for it fails on the correct implementations and is left out,
-    and the others are graded.  Hypothesis's plugin is loaded by name."""
+    run, whose plugins are pytest's own and Hypothesis's wherever it is
+    computed: the test that asks for it fails on the correct implementations
+    and is left out, named by what pytest says.  Hypothesis's plugin is
+    there: it fails a test that has @settings without @given, as it does
+    under the student's own pytest."""
     import importlib.util
 
     assert importlib.util.find_spec("xdist"), "pytest-xdist is in the kit's tests extra: tests/setup.sh installs it"
     suite = write_suite(tmp_path / "l7-3-rope", """
-        from hypothesis import given, strategies as st
+        from hypothesis import given, settings, strategies as st
 
         def test_needs_a_plugin(worker_id):
             cos, sin = rope_cos_sin(0, [1.0])
             assert worker_id and cos.data[0] == 1.0
+
+        @settings(max_examples=5)
+        def test_settings_without_given():
+            cos, sin = rope_cos_sin(0, [1.0])
+            assert cos.data[0] == 1.0
 
         @given(st.integers(0, 50))
         def test_position_zero_is_the_identity(position):
@@ -232,11 +239,12 @@ def test_a_graded_run_has_no_plugin_of_what_the_machine_happens_to_have_installe
     session = GradingSession(ROOT, "L7.3")
     session.mutants = dataclasses.replace(session.mutants, counted=session.mutants.counted[::40])
     result = grade(suite, session=session, isolated=sharing == "isolated")
-    assert result.reason is None and result.tests == 2 and result.graded_tests == 1, \
+    assert result.reason is None and result.tests == 3 and result.graded_tests == 1, \
         (result.reason, result.problems, result.rejected)
-    assert [(e["test"].rsplit("::", 1)[1], e["status"]) for e in result.rejected] == \
-        [("test_needs_a_plugin", "failed")], result.rejected
-    assert result.rejected[0]["failure"] == "fixture 'worker_id' not found", result.rejected
+    failures = {e["test"].rsplit("::", 1)[1]: (e["status"], e["failure"]) for e in result.rejected}
+    assert failures["test_needs_a_plugin"] == ("failed", "fixture 'worker_id' not found"), failures
+    assert failures["test_settings_without_given"] == (
+        "failed", "hypothesis.errors.InvalidArgument: Using `@settings` on a test w"), failures   # cut at 64
 
 
 @pytest.mark.slow

@@ -35,6 +35,7 @@ from ol.grading.protocol import EXIT_COLLECT, EXIT_EMPTY, EXIT_FAILED, EXIT_PASS
 from ol.grading.protocol import OverTime, per_test_seconds
 GRADING_MAX_EXAMPLES = 20   # per Hypothesis test, in every graded run
 FIRST_FAILURE_PAUSE = 0.02   # seconds a run waits after its first failure (run_items)
+HYPOTHESIS_PLUGIN = "_hypothesis_pytestplugin"   # the one plugin a graded run loads beside pytest's own (plugins)
 # Imported once in the tests' warm process, so that no run pays for them.
 WARM_MODULES = ("numpy.random", "numpy.testing", "numpy.linalg", "hypothesis.strategies", "hypothesis.extra.numpy",
                 "math", "cmath", "itertools", "functools", "fractions", "decimal", "random", "collections",
@@ -203,7 +204,7 @@ class Direct:
     not share) is done here."""
 
     # the plugins whose per-test hooks do nothing for such a test beyond what run() does
-    READ = ("_pytest.", "_hypothesis_pytestplugin", "pytest_benchmark.plugin", "anyio.pytest_plugin")
+    READ = ("_pytest.", HYPOTHESIS_PLUGIN)
     HOOKS = ("pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown", "pytest_runtest_makereport",
              "pytest_pyfunc_call", "pytest_fixture_setup", "pytest_fixture_post_finalizer")
     # attributes of Hypothesis decorators that its plugin fails a test without @given for
@@ -349,7 +350,7 @@ def run_pytest(folder: Path, notes: NoteTaker, extra: list[str], base: list[str]
         os.dup2(sink.fileno(), 1)
         os.dup2(sink.fileno(), 2)
         code = pytest.main([str(folder), "--tb=short", "-rfE", "--color=no", "-p", "no:cacheprovider",
-                            *base, *extra], plugins=[Outcomes()])
+                            *plugins(), *base, *extra], plugins=[Outcomes()])
         sys.stdout.flush()
     notes.send(outcomes=outcomes, failures=failures, output=output.read_text(errors="replace")[-60000:])
     return int(code)
@@ -403,6 +404,19 @@ def warm_hypothesis() -> None:
     _get_local_constants()
 
 
+def plugins() -> list[str]:
+    """The plugins a graded run loads by name: Hypothesis's, where Hypothesis
+    is installed, and no other, for its sandbox loads none by its package's
+    entry point (PYTEST_DISABLE_PLUGIN_AUTOLOAD in ol.grading.session.SANDBOX_ENV).
+    Where pytest does load them so, it loads Hypothesis's too, and naming
+    it again would be an error."""
+    import importlib.util
+
+    if not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        return []
+    return ["-p", HYPOTHESIS_PLUGIN] if importlib.util.find_spec(HYPOTHESIS_PLUGIN) else []
+
+
 def pytest_config(folder: Path, args: list[str]):
     """pytest configured once (plugins loaded, options parsed) on an empty
     folder; each run collects its suite with it."""
@@ -410,7 +424,7 @@ def pytest_config(folder: Path, args: list[str]):
 
     empty = folder / ".empty"
     empty.mkdir(exist_ok=True)
-    config = _prepareconfig([str(empty), "-p", "no:terminal", *args])
+    config = _prepareconfig([str(empty), "-p", "no:terminal", *plugins(), *args])
     config.option.tbstyle = "no"   # a verdict needs no traceback: formatting one costs more than most tests
     config._do_configure()
     return config

@@ -17,7 +17,6 @@ contract).  Nothing else of the repository is visible to a run.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -35,16 +34,14 @@ from ol.grading.variants import Variant, alternate_key, pitfall_key
 SANDBOX_ENV = {
     **confine.ONE_BLAS_THREAD,
     "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin",
-    # no pytest plugin found by its package's entry point: see PYTEST_ARGS
+    # no pytest plugin loaded by its package's entry point: a grade does not depend on which plugins the
+    # machine that computes it has installed (this one: anyio, xdist, jaxtyping, pytest-benchmark,
+    # platformdirs), and no run pays for their hooks; Hypothesis's is loaded by name (pytest_driver.plugins)
     "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
 }
-# pytest as every graded run uses it: pytest's own plugins and Hypothesis's, no other.  A grade does not
-# depend on what else the machine that computes it has installed (this one: anyio, xdist, jaxtyping;
-# Gradescope's bundle: none), and no run pays for their hooks.  Nothing written; no plugin that shells
-# out or shuffles, should a suite's conftest ask for one (pytest_plugins).
-HYPOTHESIS_PLUGIN = "_hypothesis_pytestplugin"
-PYTEST_ARGS = [*(["-p", HYPOTHESIS_PLUGIN] if importlib.util.find_spec(HYPOTHESIS_PLUGIN) else []),
-               "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark", "-p", "no:faulthandler",
+# pytest as every graded run uses it: nothing written; the plugins that shell out or shuffle blocked by
+# their names
+PYTEST_ARGS = ["-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:benchmark", "-p", "no:faulthandler",
                "-p", "no:debugging", "-p", "no:pastebin", "-p", "no:junitxml", "--capture=no",
                "-W", "ignore::pytest.PytestAssertRewriteWarning"]
 
