@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 from helpers.kit import ROOT
+from ol.grading.pytest_driver import NO_AUTOLOAD
 from ol.grading.session import SANDBOX_ENV
 
 DRIVER = """
@@ -181,7 +182,7 @@ PLAIN = ["test_calls_pytest_fail", "test_exits_python", "test_expects_to_fail", 
 def run(folder: Path, mode: str) -> dict:
     # the plugins of a graded run: pytest's own and Hypothesis's (pytest_driver.plugins), none by entry point
     env = {"PYTHONPATH": str(ROOT / "python"), "PATH": "/usr/bin:/bin",
-           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": SANDBOX_ENV["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]}
+           NO_AUTOLOAD: SANDBOX_ENV[NO_AUTOLOAD]}
     done = subprocess.run([sys.executable, "-c", DRIVER, str(folder), mode], capture_output=True, text=True,
                           cwd=folder, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -36,6 +36,7 @@ from ol.grading.protocol import OverTime, per_test_seconds
 GRADING_MAX_EXAMPLES = 20   # per Hypothesis test, in every graded run
 FIRST_FAILURE_PAUSE = 0.02   # seconds a run waits after its first failure (run_items)
 HYPOTHESIS_PLUGIN = "_hypothesis_pytestplugin"   # the one plugin a graded run loads beside pytest's own (plugins)
+NO_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"     # set in a graded run's environment (ol.grading.session.SANDBOX_ENV)
 # Imported once in the tests' warm process, so that no run pays for them.
 WARM_MODULES = ("numpy.random", "numpy.testing", "numpy.linalg", "hypothesis.strategies", "hypothesis.extra.numpy",
                 "math", "cmath", "itertools", "functools", "fractions", "decimal", "random", "collections",
@@ -407,12 +408,12 @@ def warm_hypothesis() -> None:
 def plugins() -> list[str]:
     """The plugins a graded run loads by name: Hypothesis's, where Hypothesis
     is installed, and no other, for its sandbox loads none by its package's
-    entry point (PYTEST_DISABLE_PLUGIN_AUTOLOAD in ol.grading.session.SANDBOX_ENV).
+    entry point (NO_AUTOLOAD, set in ol.grading.session.SANDBOX_ENV).
     Where pytest does load them so, it loads Hypothesis's too, and naming
     it again would be an error."""
     import importlib.util
 
-    if not os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+    if not os.environ.get(NO_AUTOLOAD):
         return []
     return ["-p", HYPOTHESIS_PLUGIN] if importlib.util.find_spec(HYPOTHESIS_PLUGIN) else []
 

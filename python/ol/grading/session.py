@@ -26,6 +26,7 @@ from ol.core.errors import OlError
 from ol.core.overlay import Source
 from ol.core.test_folder import Snapshot, SuiteUnreadable, TestFolder
 from ol.grading.mutants import MutantSet, build_mutant_set
+from ol.grading.pytest_driver import NO_AUTOLOAD
 from ol.grading.sandbox import confine
 from ol.grading.sandbox.warm_link import Setup
 from ol.grading.scheduler import Scheduler
@@ -37,7 +38,7 @@ SANDBOX_ENV = {
     # no pytest plugin loaded by its package's entry point: a grade does not depend on which plugins the
     # machine that computes it has installed (this one: anyio, xdist, jaxtyping, pytest-benchmark,
     # platformdirs), and no run pays for their hooks; Hypothesis's is loaded by name (pytest_driver.plugins)
-    "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    NO_AUTOLOAD: "1",
 }
 # pytest as every graded run uses it: nothing written; the plugins that shell out or shuffle blocked by
 # their names
