@@ -368,7 +368,7 @@ def run_confined(body, *, confinement: str, user: int, limits: Limits, keep_fds:
     run (everything else is closed there).  Outside the namespace
     confinement, `private` is the run's temporary folder (the caller makes
     it, owned by the run's user, and removes it when the guard has ended).
-    memory_fd (>= 0) is the slot's memory cgroup's cgroup.procs: the guard
+    memory_fd (>= 0) joins the slot's memory cgroup (memory.JOIN_FILE): the guard
     joins it first, so every process of the run is counted there.
     readable: what a run confined by uid may read besides the Python
     installation and the system (its files).

@@ -37,7 +37,7 @@ Messages (ol.grading.wire; the descriptors travel as SCM_RIGHTS):
     -> {"op": "setup", ...}          <- {"event": "ready"} | {"event": "fault"}
     -> {"op": "run", ...}            (protocol.RunRequest) with the run's channel, its notes
                                      pipe, its end socket and, where there is one, its memory
-                                     group's cgroup.procs
+                                     group's join file (memory.JOIN_FILE)
     -> {"op": "quit"}
 """
 

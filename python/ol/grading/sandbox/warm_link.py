@@ -177,7 +177,7 @@ class Sandbox:
 
     def start_run(self, request: RunRequest, channel: socket.socket, user: int, memory_fd: int = -1) -> RunEnds:
         """Ask for one run as `user`, on `channel`, in the memory group whose
-        cgroup.procs is memory_fd (-1: none).  Its notes and its end come
+        join file (memory.JOIN_FILE) is memory_fd (-1: none).  Its notes and its end come
         back here directly (RunEnds), never through the warm process."""
         notes_ours, notes_theirs = socket.socketpair()   # the run writes its notes; we read them
         ours, theirs = socket.socketpair()
