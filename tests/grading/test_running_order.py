@@ -40,10 +40,15 @@ def generated(n):
     assert n == n
 
 
+MODULES: dict[str, SimpleNamespace] = {}   # path -> the one collector node of that file, as pytest has
+
+
 def item(function, case: str = "", path: str = "test_a.py"):
+    """A pytest item as running_order reads it: its test function, names, file and parent node."""
     name = function.__name__ + (f"[{case}]" if case else "")
-    return SimpleNamespace(obj=function, name=name, originalname=function.__name__, fspath=path, cls=None,
-                           nodeid=f"{path}::{name}")
+    parent = MODULES.setdefault(path, SimpleNamespace(path=path))
+    return SimpleNamespace(obj=function, name=name, originalname=function.__name__, path=path, parent=parent,
+                           cls=None, nodeid=f"{path}::{name}")
 
 
 def test_each_kind_of_test_has_its_cost_class():
@@ -73,3 +78,20 @@ def test_cheap_before_costly_and_first_cases_before_second_ones_within_each():
 def test_the_order_is_the_same_for_the_same_suite():
     items = [item(f, case) for f in (generated, looping, plain) for case in ("x", "y")]
     assert [i.nodeid for i in running_order(items)] == [i.nodeid for i in running_order(list(items))]
+
+
+def test_a_method_of_each_class_is_a_test_function_of_its_own():
+    class TestA:
+        pass
+
+    class TestB:
+        pass
+
+    def in_class(cls, case):
+        parent = MODULES.setdefault(f"test_c.py::{cls.__name__}", SimpleNamespace(path="test_c.py"))
+        return SimpleNamespace(obj=plain, name=f"test_x[{case}]", originalname="test_x", path="test_c.py",
+                               parent=parent, cls=cls, nodeid=f"test_c.py::{cls.__name__}::test_x[{case}]")
+
+    items = [in_class(TestA, 1), in_class(TestA, 2), in_class(TestB, 1)]
+    assert [i.nodeid for i in running_order(items)] == [
+        "test_c.py::TestA::test_x[1]", "test_c.py::TestB::test_x[1]", "test_c.py::TestA::test_x[2]"]

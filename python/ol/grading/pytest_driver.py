@@ -9,7 +9,8 @@ their private API, in one file to read again on each upgrade of either:
     collect_thread_exception
     _pytest.assertion.rewrite._rewrite_test, _read_pyc     asserts rewritten once (precompile)
     hypothesis settings.__init__                           max_examples capped (hypothesis_profile)
-    hypothesis ...providers._get_local_constants           the constants scan done once (warm_hypothesis)
+    hypothesis ...providers._get_local_constants,          the constants scan done once (warm_hypothesis)
+    ...constants_ast.is_local_module_file
 
 The tests' warm process (ol.grading.sandbox.roles) calls the warm-up functions once;
 each run calls collect and run_items, or run_pytest for pytest's own report.
@@ -40,7 +41,8 @@ NO_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"     # set in a graded run's envir
 # Imported once in the tests' warm process, so that no run pays for them.
 WARM_MODULES = ("numpy.random", "numpy.testing", "numpy.linalg", "hypothesis.strategies", "hypothesis.extra.numpy",
                 "math", "cmath", "itertools", "functools", "fractions", "decimal", "random", "collections",
-                "dataclasses", "typing", "inspect")
+                "dataclasses", "typing", "inspect",
+                "encodings.unicode_escape")   # the codec pytest's ids of parametrized tests use
 
 
 class NoteTaker(Protocol):
@@ -94,19 +96,33 @@ def running_order(items: list) -> list:
     suite's time, and with it last no mutant's run reaches it (with only
     the first cases before it, 24 did)."""
     seen: set = set()
+    loops: dict = {}   # id of a code object -> (it, whether it loops): a parametrized function's cases share one
+    classes: dict = {}   # id of a parent node -> (it, the qualified name of the test's class or None)
     keyed = []
     for item in items:
         function = getattr(item, "originalname", None) or item.name
-        owner = (getattr(item, "fspath", None), getattr(getattr(item, "cls", None), "__qualname__", None), function)
-        keyed.append(((cost_class(item), owner in seen), item))
+        owner = (getattr(item, "path", None), _class_name(item, classes), function)
+        keyed.append(((cost_class(item, loops), owner in seen), item))
         seen.add(owner)
     return [item for _, item in sorted(keyed, key=lambda pair: pair[0])]   # stable: the suite's order within a key
 
 
-def cost_class(item) -> int:
+def _class_name(item, classes: dict):
+    """The __qualname__ of the class a test belongs to (None outside a class):
+    item.cls, which walks up from the item's parent to the session for a
+    test of a module; asked once per parent (the cases of one function share it)."""
+    parent = getattr(item, "parent", None)
+    if id(parent) not in classes:
+        classes[id(parent)] = (parent, getattr(getattr(item, "cls", None), "__qualname__", None))
+    return classes[id(parent)][1]
+
+
+def cost_class(item, loops: dict | None = None) -> int:
     """GENERATED for a Hypothesis test (up to GRADING_MAX_EXAMPLES examples),
     LOOPING for a test function whose own code holds a loop, else PLAIN.
-    Read from the test function's code object; never calls it."""
+    Read from the test function's code object; never calls it.  loops:
+    what _loops said of each code object already read, by its id (a code
+    object's hash reads all of it)."""
     function = getattr(item, "obj", None)
     try:
         if getattr(function, "is_hypothesis_test", False) is True:
@@ -114,7 +130,13 @@ def cost_class(item) -> int:
         code = inspect.unwrap(function).__code__
     except Exception:  # noqa: BLE001 (the suite's own objects: whatever they do, the test is PLAIN)
         return PLAIN
-    return LOOPING if isinstance(code, types.CodeType) and _loops(code) else PLAIN
+    if not isinstance(code, types.CodeType):
+        return PLAIN
+    if loops is None:
+        loops = {}
+    if id(code) not in loops:
+        loops[id(code)] = (code, _loops(code))   # the code object kept: its id is not reused meanwhile
+    return LOOPING if loops[id(code)][1] else PLAIN
 
 
 # 3.11 jumps back with JUMP_BACKWARD and POP_JUMP_BACKWARD_IF_*; 3.12 with JUMP_BACKWARD alone
@@ -395,14 +417,25 @@ def hypothesis_profile() -> None:
     settings.__init__ = capped
 
 
-def warm_hypothesis() -> None:
-    """Hypothesis scans every loaded module for constants the first time it
-    generates data; doing it here spares each run the scan."""
+def warm_hypothesis(folders: list[Path] = ()) -> None:
+    """Hypothesis scans every loaded module for constants when a suite with a
+    Hypothesis test is collected; doing it here spares each run the scan of
+    all but the suite's own modules.  Whether each file of `folders` is
+    the user's code (which the scan of a run asks of the suite's modules) is
+    answered here too: a question of its path alone, kept in Hypothesis's
+    own cache."""
     try:
         from hypothesis.internal.conjecture.providers import _get_local_constants
     except ImportError:
         return
     _get_local_constants()
+    try:
+        from hypothesis.internal.constants_ast import is_local_module_file
+    except ImportError:
+        return
+    for folder in folders:
+        for path in sorted(folder.rglob("*.py")):
+            is_local_module_file(str(path))
 
 
 def plugins() -> list[str]:

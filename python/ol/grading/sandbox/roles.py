@@ -180,8 +180,9 @@ class TestsRole(Role):
         pytest_driver.hypothesis_profile()
         self.config = pytest_driver.pytest_config(self.folder, setup.get("pytest_args", []))
         self.session = pytest_driver.pytest_session(self.config)
-        pytest_driver.precompile(self.config, [self.folder / suite for suite in setup["suites"].values()])
-        pytest_driver.warm_hypothesis()
+        suites = [self.folder / suite for suite in setup["suites"].values()]
+        pytest_driver.precompile(self.config, suites)
+        pytest_driver.warm_hypothesis(suites)
         self.prepare_runs()
         gc.collect()
         gc.freeze()
