@@ -29,6 +29,20 @@ def test_the_report_parser_keeps_only_well_formed_lines_and_never_raises(data):
         pass
 
 
+
+def test_brackets_in_a_note_s_text_are_text_and_nesting_outside_it_drops_the_line():
+    many = "[{" * (protocol.MAX_LINE_BRACKETS + 1)
+    assert protocol.parse_note_line(b'{"failed": "' + many.encode() + b'"}') == {"failed": many}
+    assert protocol.parse_note_line(b'{"collected": ["' + many.encode() + b'", "b"]}') == {"collected": [many, "b"]}
+    nested = b"[" * (protocol.MAX_LINE_BRACKETS + 1) + b"]" * (protocol.MAX_LINE_BRACKETS + 1)
+    assert protocol.parse_note_line(b'{"detail": ' + nested + b', "at": 1}') is None
+
+
+def test_text_a_run_wrote_is_kept_as_it_came_but_for_lone_surrogates():
+    for text in ("python/tests/test_x.py::test_y[half-8]", "é ∑ 你好", ""):
+        assert protocol.writable(text) == text
+    assert protocol.writable("a\udcffb") == "a\ufffdb"
+
 FRAMES = st.lists(st.one_of(
     st.tuples(st.just(b"D"), st.integers(0, 2**32 - 1), st.integers(-2**31, 2**31 - 1), st.integers(0, 2**32 - 1)),
     st.tuples(st.sampled_from([b"C", b"P"]), st.binary(max_size=300))), max_size=20)

@@ -323,9 +323,10 @@ def parse_note_line(raw: bytes) -> dict | None:
     raw = raw.strip()
     if not raw.startswith(b"{") or len(raw) > MAX_NOTES_BYTES:
         return None
-    outside = _STRING.sub(b"", raw)
-    if outside.count(b"[") + outside.count(b"{") > MAX_LINE_BRACKETS:
-        return None   # no field nests: json.loads must not recurse on what a run wrote
+    if raw.count(b"[") + raw.count(b"{") > MAX_LINE_BRACKETS:   # some may be inside strings: look closer
+        outside = _STRING.sub(b"", raw)
+        if outside.count(b"[") + outside.count(b"{") > MAX_LINE_BRACKETS:
+            return None   # no field nests: json.loads must not recurse on what a run wrote
     try:
         value = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError):
@@ -364,7 +365,7 @@ def _checked(kind: str, value):
 def writable(text: str) -> str:
     """text with each lone surrogate (JSON's \\udXXX escapes carry them; no UTF-8 file, terminal
     or CSV can hold one) as U+FFFD: every writer of what a run said can then write it."""
-    return _SURROGATE.sub("\ufffd", text)
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)   # isascii: one flag, not a scan
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -373,7 +374,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # ---- frames (observer <-> collector) ---------------------------------------------------------
 #
 #   observer -> collector   b"R" u32 run id, u8 descriptors; with SCM_RIGHTS the descriptors:
-#                           channel, notes, and the run's memory group's cgroup.procs where there is
+#                           channel, notes, and the run's memory group's join file where there is
 #                           one.  The same for every run: every test, in one order (pytest_driver.running_order)
 #                           b"K" u32 run id                                   kill that run
 #   collector -> observer   b"C" u32 n, then n bytes: the test ids in running order, an empty line,
