@@ -283,6 +283,8 @@ class _Server:
         return reply, encoder.buffers
 
     def _encode_extra(self, value, encoder, call):
+        if type(value) in _PLAIN_DATA:   # exactly one of these: no Tensor, object of the module or dataclass
+            return NotImplemented
         tensor_class = _tensor_class()
         if tensor_class is not None and isinstance(value, tensor_class):
             body = {"data": encoder.array(np.asarray(value.data)), "requires_grad": bool(value.requires_grad)}
@@ -323,6 +325,10 @@ class _Server:
             raise WireError(f"the replayed call gave {len(outputs)} Tensors, not {index + 1}")
         outputs[index].backward(grad)
         return [None if t.grad is None else np.asarray(t.grad) for t in replay.tensors]
+
+
+_PLAIN_DATA = frozenset({np.ndarray, np.float32, np.float64, np.int64, str, int, float, bool, type(None),
+                         list, tuple, dict})
 
 
 def _tensor_class():

@@ -214,6 +214,11 @@ class Encoder:
             done = self.extra(value, self)
             if done is not NotImplemented:
                 return done
+        kind = type(value)   # the common exact types first; the rules below hold for them as well
+        if kind is np.ndarray:
+            return {"array": self.input_array(value)}
+        if kind is float or kind is str or kind is bool or value is None:
+            return value
         if value is None or isinstance(value, (bool, str)):
             return value
         if isinstance(value, int) and not isinstance(value, bool):
@@ -319,9 +324,9 @@ class Decoder:
         """A writable array over a copy of its buffer's bytes (the message's
         own bytes stay as they arrived)."""
         dtype = _dtype(body["dtype"])
-        shape = tuple(int(n) for n in _list(body["shape"]))
+        shape = tuple(map(int, _list(body["shape"])))
         data = self.buffer(body["buffer"])
-        if any(n < 0 for n in shape) or math.prod(shape) * dtype.itemsize != len(data):
+        if (shape and min(shape) < 0) or math.prod(shape) * dtype.itemsize != len(data):
             raise WireError(f"malformed array: shape {shape} of {dtype} does not fit {len(data)} bytes")
         array = np.frombuffer(bytearray(data), dtype=dtype).reshape(shape)
         if body.get("readonly"):
