@@ -38,7 +38,7 @@ from types import ModuleType
 import numpy as np
 
 from ol.grading.protocol import OverTime
-from ol.grading.wire import Decoder, Encoder, PeerGone, WireError, recv_call, send_message
+from ol.grading.wire import PLAIN_TYPES, Decoder, Encoder, PeerGone, WireError, recv_call, send_message
 
 _channel: socket.socket | None = None
 _proxy_module: ModuleType | None = None
@@ -165,11 +165,6 @@ def _mirror(inputs: list, number: int, new: np.ndarray) -> None:
         target[...] = new
 
 
-# Values whose exact type is one of these are left to the Encoder's own rules (an array is still noted
-# as an input there: input_array).  Their subclasses go through every check.
-_PLAIN_DATA = frozenset({np.ndarray, str, int, float, bool, type(None), list, tuple, dict})
-
-
 class _ArgumentEncoder(Encoder):
     """Arguments going to the code under test: local Tensors as data (and
     noted, for their gradients), remote objects as their handles."""
@@ -184,7 +179,7 @@ class _ArgumentEncoder(Encoder):
         return self.array(array)
 
     def _extra(self, value, encoder):
-        if type(value) in _PLAIN_DATA:   # exactly one of these: no Tensor, handle or dataclass
+        if type(value) in PLAIN_TYPES:   # no Tensor, handle or dataclass (an array is still noted: input_array)
             return NotImplemented
         tensor_class = _tensor_class()
         if tensor_class is not None and isinstance(value, tensor_class):

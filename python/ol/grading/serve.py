@@ -47,7 +47,7 @@ from types import ModuleType
 import numpy as np
 
 from ol.grading.protocol import OverTime, per_test_seconds
-from ol.grading.wire import Decoder, Encoder, PeerGone, WireError, recv_call, send_message
+from ol.grading.wire import PLAIN_TYPES, Decoder, Encoder, PeerGone, WireError, recv_call, send_message
 
 MAX_RECORDED_CALLS = 2000   # calls whose Tensors a later backward may replay
 
@@ -283,7 +283,7 @@ class _Server:
         return reply, encoder.buffers
 
     def _encode_extra(self, value, encoder, call):
-        if type(value) in _PLAIN_DATA:   # exactly one of these: no Tensor, object of the module or dataclass
+        if type(value) in PLAIN_TYPES:   # no Tensor, object of the module or dataclass
             return NotImplemented
         tensor_class = _tensor_class()
         if tensor_class is not None and isinstance(value, tensor_class):
@@ -325,10 +325,6 @@ class _Server:
             raise WireError(f"the replayed call gave {len(outputs)} Tensors, not {index + 1}")
         outputs[index].backward(grad)
         return [None if t.grad is None else np.asarray(t.grad) for t in replay.tensors]
-
-
-_PLAIN_DATA = frozenset({np.ndarray, np.float32, np.float64, np.int64, str, int, float, bool, type(None),
-                         list, tuple, dict})
 
 
 def _tensor_class():

@@ -52,6 +52,11 @@ _NUMPY_TYPES = {name: getattr(np, name) for name in (
     "float16", "float32", "float64", "complex64", "complex128", "longdouble",
 )}
 _PYTHON_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex, "str": str}
+# Values of exactly these types are data by the Encoder's own rules: no extra hook (a Tensor, an
+# object living on the other side, a dataclass value) need look at them.  Their subclasses still go
+# through every hook.
+PLAIN_TYPES = frozenset({np.ndarray, np.float32, np.float64, np.int64, str, int, float, bool, type(None),
+                         list, tuple, dict})
 
 
 class WireError(Exception):
