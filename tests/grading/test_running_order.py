@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
 from hypothesis import given, strategies as st
 
 from ol.grading.pytest_driver import GENERATED, LOOPING, PLAIN, cost_class, running_order
@@ -40,15 +41,12 @@ def generated(n):
     assert n == n
 
 
-MODULES: dict[str, SimpleNamespace] = {}   # path -> the one collector node of that file, as pytest has
-
-
-def item(function, case: str = "", path: str = "test_a.py"):
-    """A pytest item as running_order reads it: its test function, names, file and parent node."""
+def item(function, case: str = "", path: str = "test_a.py", cls=None):
+    """An item as running_order reads it: its test function, names, file and class."""
     name = function.__name__ + (f"[{case}]" if case else "")
-    parent = MODULES.setdefault(path, SimpleNamespace(path=path))
-    return SimpleNamespace(obj=function, name=name, originalname=function.__name__, path=path, parent=parent,
-                           cls=None, nodeid=f"{path}::{name}")
+    owner = f"{cls.__name__}::" if cls else ""
+    return SimpleNamespace(obj=function, name=name, originalname=function.__name__, fspath=path, cls=cls,
+                           nodeid=f"{path}::{owner}{name}")
 
 
 def test_each_kind_of_test_has_its_cost_class():
@@ -87,11 +85,31 @@ def test_a_method_of_each_class_is_a_test_function_of_its_own():
     class TestB:
         pass
 
-    def in_class(cls, case):
-        parent = MODULES.setdefault(f"test_c.py::{cls.__name__}", SimpleNamespace(path="test_c.py"))
-        return SimpleNamespace(obj=plain, name=f"test_x[{case}]", originalname="test_x", path="test_c.py",
-                               parent=parent, cls=cls, nodeid=f"test_c.py::{cls.__name__}::test_x[{case}]")
-
-    items = [in_class(TestA, 1), in_class(TestA, 2), in_class(TestB, 1)]
+    items = [item(plain, "1", "test_c.py", TestA), item(plain, "2", "test_c.py", TestA),
+             item(plain, "1", "test_c.py", TestB)]
     assert [i.nodeid for i in running_order(items)] == [
-        "test_c.py::TestA::test_x[1]", "test_c.py::TestB::test_x[1]", "test_c.py::TestA::test_x[2]"]
+        "test_c.py::TestA::plain[1]", "test_c.py::TestB::plain[1]", "test_c.py::TestA::plain[2]"]
+
+
+def test_pytest_s_own_collection_orders_the_same_as_item_by_item(tmp_path):
+    """The file and class of pytest's test functions are read once per parent node; any other item
+    (here a conftest's own item inside a class, beside a method of a module function's name) is read
+    by itself, as before."""
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n\n\nclass Check(pytest.Item):\n    def runtest(self):\n        pass\n\n\n"
+        "def pytest_pycollect_makeitem(collector, name, obj):\n"
+        "    if name.startswith('check_'):\n        return Check.from_parent(collector, name=name)\n")
+    (tmp_path / "test_order_of_items.py").write_text(
+        "import pytest\n\n\n@pytest.mark.parametrize('n', [1, 2])\ndef test_x(n):\n    pass\n\n\n"
+        "class TestA:\n    def check_a(self):\n        pass\n\n    def test_x(self):\n        pass\n\n"
+        "    class TestInner:\n        def test_x(self):\n            pass\n\n\ndef test_y():\n    pass\n")
+    collected = []
+
+    class Collected:
+        def pytest_collection_finish(self, session):
+            collected.extend(session.items)
+
+    assert pytest.main([str(tmp_path), "--collect-only", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path)],
+                       plugins=[Collected()]) == 0
+    order = [i.nodeid.split("::", 1)[1] for i in running_order(collected)]
+    assert order == ["test_x[1]", "TestA::check_a", "TestA::test_x", "TestA::TestInner::test_x", "test_y", "test_x[2]"]

@@ -95,26 +95,32 @@ def running_order(items: list) -> list:
     for the model answer of L7.3 the Hypothesis test is two thirds of the
     suite's time, and with it last no mutant's run reaches it (with only
     the first cases before it, 24 did)."""
+    from _pytest.python import Function
+
     seen: set = set()
     loops: dict = {}   # id of a code object -> (it, whether it loops): a parametrized function's cases share one
-    classes: dict = {}   # id of a parent node -> (it, the qualified name of the test's class or None)
+    owners: dict = {}   # id of a parent node -> (it, the file and class of its pytest functions)
     keyed = []
     for item in items:
         function = getattr(item, "originalname", None) or item.name
-        owner = (getattr(item, "path", None), _class_name(item, classes), function)
+        owner = (*_file_and_class(item, owners, Function), function)
         keyed.append(((cost_class(item, loops), owner in seen), item))
         seen.add(owner)
     return [item for _, item in sorted(keyed, key=lambda pair: pair[0])]   # stable: the suite's order within a key
 
 
-def _class_name(item, classes: dict):
-    """The __qualname__ of the class a test belongs to (None outside a class):
-    item.cls, which walks up from the item's parent to the session for a
-    test of a module; asked once per parent (the cases of one function share it)."""
-    parent = getattr(item, "parent", None)
-    if id(parent) not in classes:
-        classes[id(parent)] = (parent, getattr(getattr(item, "cls", None), "__qualname__", None))
-    return classes[id(parent)][1]
+def _file_and_class(item, owners: dict, function_type: type) -> tuple:
+    """(the test's file, the __qualname__ of its class or None): item.fspath,
+    a path object made for the asking, and item.cls, a walk from the item up
+    to the session for a test of a module.  For pytest's own test functions
+    both are their parent's, so they are asked once per parent node (the
+    cases of one function share it); any other item is asked itself."""
+    if type(item) is not function_type:
+        return getattr(item, "fspath", None), getattr(getattr(item, "cls", None), "__qualname__", None)
+    parent = item.parent
+    if id(parent) not in owners:
+        owners[id(parent)] = (parent, (getattr(item, "fspath", None), getattr(item.cls, "__qualname__", None)))
+    return owners[id(parent)][1]
 
 
 def cost_class(item, loops: dict | None = None) -> int:

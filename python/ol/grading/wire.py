@@ -53,10 +53,17 @@ _NUMPY_TYPES = {name: getattr(np, name) for name in (
 )}
 _PYTHON_TYPES = {"float": float, "int": int, "bool": bool, "complex": complex, "str": str}
 # Values of exactly these types are data by the Encoder's own rules: no extra hook (a Tensor, an
-# object living on the other side, a dataclass value) need look at them.  Their subclasses still go
-# through every hook.
+# object living on the other side, a dataclass value) need look at them (is_plain).  Their subclasses
+# still go through every hook.
 PLAIN_TYPES = frozenset({np.ndarray, np.float32, np.float64, np.int64, str, int, float, bool, type(None),
                          list, tuple, dict})
+
+
+def is_plain(value) -> bool:
+    """Whether value's type is exactly one of PLAIN_TYPES.  Its type's own type is checked first: a
+    class whose metaclass answers == and hash like dict's must not pass for dict."""
+    kind = type(value)
+    return type(kind) is type and kind in PLAIN_TYPES
 
 
 class WireError(Exception):
