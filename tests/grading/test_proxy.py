@@ -342,3 +342,23 @@ def test_a_gone_implementation_is_an_error_in_the_test():
         ours.close()
     with pytest.raises(proxy.ImplementationGone, match="inside a test function"):
         module.rope_cos_sin(0, LADDER)
+
+
+def test_a_class_that_answers_like_a_plain_type_still_meets_every_hook():
+    """wire.is_plain lets exact data types skip the hooks for Tensors and the module's objects; a class whose
+    metaclass hashes and compares like dict's must not pass for dict (its objects would skip them too)."""
+    from ol.grading import wire
+
+    class LikeDict(type):
+        def __hash__(cls):
+            return hash(dict)
+
+        def __eq__(cls, other):
+            return other is dict or type.__eq__(cls, other)
+
+    class Mimic(metaclass=LikeDict):
+        pass
+
+    assert not wire.is_plain(Mimic())
+    assert all(wire.is_plain(v) for v in (np.zeros(2), 1.5, "x", True, None, 3, [1], (1,), {1: 2}, np.float32(1)))
+    assert not any(wire.is_plain(v) for v in (Tensor(np.zeros(2)), np.zeros(2).view(np.matrix), 1 + 2j))

@@ -38,7 +38,7 @@ from types import ModuleType
 import numpy as np
 
 from ol.grading.protocol import OverTime
-from ol.grading.wire import PLAIN_TYPES, Decoder, Encoder, PeerGone, WireError, recv_call, send_message
+from ol.grading.wire import Decoder, Encoder, PeerGone, WireError, is_plain, recv_call, send_message
 
 _channel: socket.socket | None = None
 _proxy_module: ModuleType | None = None
@@ -179,7 +179,7 @@ class _ArgumentEncoder(Encoder):
         return self.array(array)
 
     def _extra(self, value, encoder):
-        if type(value) in PLAIN_TYPES:   # no Tensor, handle or dataclass (an array is still noted: input_array)
+        if is_plain(value):   # no Tensor, handle or dataclass (an array is still noted: input_array)
             return NotImplemented
         tensor_class = _tensor_class()
         if tensor_class is not None and isinstance(value, tensor_class):

@@ -47,7 +47,7 @@ from types import ModuleType
 import numpy as np
 
 from ol.grading.protocol import OverTime, per_test_seconds
-from ol.grading.wire import PLAIN_TYPES, Decoder, Encoder, PeerGone, WireError, recv_call, send_message
+from ol.grading.wire import Decoder, Encoder, PeerGone, WireError, is_plain, recv_call, send_message
 
 MAX_RECORDED_CALLS = 2000   # calls whose Tensors a later backward may replay
 
@@ -283,7 +283,7 @@ class _Server:
         return reply, encoder.buffers
 
     def _encode_extra(self, value, encoder, call):
-        if type(value) in PLAIN_TYPES:   # no Tensor, object of the module or dataclass
+        if is_plain(value):   # no Tensor, object of the module or dataclass
             return NotImplemented
         tensor_class = _tensor_class()
         if tensor_class is not None and isinstance(value, tensor_class):
