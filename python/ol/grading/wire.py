@@ -226,11 +226,8 @@ class Encoder:
             done = self.extra(value, self)
             if done is not NotImplemented:
                 return done
-        kind = type(value)   # the common exact types first; the rules below hold for them as well
-        if kind is np.ndarray:
+        if type(value) is np.ndarray:   # the most common value, ahead of the rules that would reach it last
             return {"array": self.input_array(value)}
-        if kind is float or kind is str or kind is bool or value is None:
-            return value
         if value is None or isinstance(value, (bool, str)):
             return value
         if isinstance(value, int) and not isinstance(value, bool):
